@@ -1,0 +1,3 @@
+"""pdwatch: bottleneck analyzer for prefill/decode-disaggregated vLLM deployments."""
+
+__version__ = "0.1.0"

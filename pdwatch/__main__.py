@@ -1,0 +1,3 @@
+from pdwatch.cli import main
+
+raise SystemExit(main())

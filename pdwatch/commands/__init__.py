@@ -1,0 +1,1 @@
+"""Sub-commands; each module has ``register(subparsers)`` and sets ``run`` on its parser."""

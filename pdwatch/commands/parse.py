@@ -1,0 +1,111 @@
+"""``pdwatch parse``: print the events found in logs, one per line (JSON lines or a table)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any, TextIO
+
+from parsers import Event
+from pdwatch.commands.common import add_time_arguments, check_year, time_zone
+from pdwatch.event_stream import EventStream
+from pdwatch.sources import SourceNotice, SourceSet
+
+_ERROR_NOTICES = {"missing", "error", "not_a_file"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "parse",
+        help="print the events found in logs (one per line)",
+        description="Read vLLM / Dynamo logs and print one event per recognised line. "
+                    "PATH is a file, a glob, a directory (its *.out *.log *.err *.txt) or - for stdin.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH")
+    parser.add_argument("--format", choices=["jsonl", "table"], default="jsonl",
+                        help="jsonl (default): one JSON object per event; table: aligned columns for reading")
+    parser.add_argument("--follow", "-f", action="store_true",
+                        help="keep reading as files grow, like tail -F (Ctrl-C to stop)")
+    add_time_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    check_year(args)
+    tz = time_zone(args)
+    sources = SourceSet(args.paths, follow=args.follow, stdin=sys.stdin.buffer)
+    stream = EventStream(sources, year=args.year, tz=tz)
+    write = _jsonl_line if args.format == "jsonl" else _table_line
+    out = sys.stdout
+    if args.format == "table":
+        out.write(_TABLE_HEADER + "\n")
+    failed = False
+    try:
+        for item in stream:
+            if isinstance(item, SourceNotice):
+                failed |= _report_notice(item, follow=args.follow)
+                continue
+            out.write(write(item))
+            if args.follow:
+                out.flush()
+    finally:
+        sources.stop()
+    out.flush()
+    return 2 if failed else 0
+
+
+def _report_notice(notice: SourceNotice, *, follow: bool) -> bool:
+    """Print a source notice on stderr; True when it makes a replay fail."""
+    if notice.kind == "opened" and not follow:
+        return False
+    print(f"pdwatch: {notice.message}", file=sys.stderr, flush=True)
+    return notice.kind in _ERROR_NOTICES and not follow
+
+
+def _jsonl_line(event: Event) -> str:
+    data = event.to_json_dict()
+    try:
+        return json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError:  # a NaN/inf from a config repr: JSON has no such numbers
+        return json.dumps(_finite(data), ensure_ascii=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+_TABLE_HEADER = f"{'TIME':<19}  {'SOURCE:LINE':<34}  {'ENG':>3}  {'KIND':<17}  VALUES"
+
+
+def _table_line(event: Event) -> str:
+    ts = event.ts.strftime("%Y-%m-%d %H:%M:%S") if event.ts else "-"
+    where = f"{event.source}:{event.line_no}"
+    if len(where) > 34:
+        where = "…" + where[-33:]
+    engine = "-" if event.engine is None else str(event.engine)
+    values = " ".join(f"{k}={_compact(v)}" for k, v in event.values.items() if v is not None)
+    if len(values) > 160:
+        values = values[:159] + "…"
+    return f"{ts:<19}  {where:<34}  {engine:>3}  {event.kind:<17}  {values}\n"
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return str(value)
+
+
+def write_events(events: list[Event], out: TextIO, fmt: str = "jsonl") -> None:
+    """Write events the way ``pdwatch parse`` prints them (used by tests and other commands)."""
+    if fmt == "table":
+        out.write(_TABLE_HEADER + "\n")
+    for event in events:
+        out.write(_jsonl_line(event) if fmt == "jsonl" else _table_line(event))

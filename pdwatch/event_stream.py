@@ -1,0 +1,58 @@
+"""Sources -> parsers: one ``LogScanner`` per source, events in arrival order.
+
+This is the only place that joins the two stages; parse, report and watch all
+read events from here.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import tzinfo
+from typing import Iterator
+
+from parsers import Event, LogScanner
+from pdwatch.sources import LineBlock, SourceNotice, SourceSet
+
+
+class EventStream:
+    def __init__(self, sources: SourceSet, *, year: int | None = None, tz: tzinfo | None = None) -> None:
+        self._sources = sources
+        self._year = year
+        self._tz = tz
+        self._scanners: dict[str, tuple[int, LogScanner]] = {}
+
+    def __iter__(self) -> Iterator[Event | SourceNotice]:
+        for item in self._sources.blocks():
+            if isinstance(item, SourceNotice):
+                yield item
+                continue
+            yield from self.events_of(item)
+        yield from self.finish()
+
+    def events_of(self, block: LineBlock) -> list[Event]:
+        out: list[Event] = []
+        entry = self._scanners.get(block.source)
+        if entry is None:
+            scanner = self._new_scanner(block.source)
+        else:
+            generation, scanner = entry
+            if generation != block.generation:
+                out.extend(scanner.reset())  # truncated or rotated: line numbers restart
+        self._scanners[block.source] = (block.generation, scanner)
+        out.extend(scanner.feed(block.data, block.first_line_no))
+        return out
+
+    def finish(self) -> list[Event]:
+        out: list[Event] = []
+        for _, scanner in self._scanners.values():
+            out.extend(scanner.finish())
+        return out
+
+    def _new_scanner(self, source: str) -> LogScanner:
+        mtime = None
+        if source != "-":
+            try:
+                mtime = os.stat(source).st_mtime
+            except OSError:
+                mtime = None
+        return LogScanner(source, year=self._year, tz=self._tz, mtime=mtime)

@@ -1,0 +1,228 @@
+"""Follow (or replay) one file with `tail -F` semantics, yielding blocks of complete lines."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from .framing import LineFramer
+from .records import LineBlock, SourceNotice, capped_notice
+
+Item = LineBlock | SourceNotice
+Ident = tuple[int, int]  # (st_dev, st_ino)
+
+MAX_CHUNKS_PER_POLL = 8  # so one huge file can't starve the others
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # NONBLOCK: a FIFO must not hang open()
+
+
+class FileTail:
+    def __init__(
+        self,
+        path: str,
+        *,
+        follow: bool,
+        chunk_size: int = 1 << 20,
+        max_line_bytes: int = 1 << 20,
+    ) -> None:
+        self.path = path
+        self.follow = follow
+        self.chunk_size = chunk_size
+        self.at_eof = False
+        self._framer = LineFramer(max_line_bytes)
+        self._fd: int | None = None
+        self._ident: Ident | None = None
+        self._offset = 0
+        self._line_no = 1
+        self._generation = 0
+        self._ever_opened = False
+        self._open_kind = "opened"  # notice to give on the next successful open
+        self._absent: str | None = None  # "missing"/"deleted"/"not_a_file" already reported
+        self._error: str | None = None  # last error message reported (no repeats)
+        self._had_error = False
+        self._reported_cuts = 0
+        self._retired: list[Ident] = []
+        self._closed = False
+
+    # -- small accessors used by SourceSet ---------------------------------------------
+    @property
+    def ident(self) -> Ident | None:
+        """(dev, inode) of the file currently open, if any."""
+        return self._ident if self._fd is not None else None
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def take_retired_idents(self) -> list[Ident]:
+        """Inodes rotated away (renamed, still linked) since the last call."""
+        out, self._retired = self._retired, []
+        return out
+
+    # -- main entry ------------------------------------------------------------------
+    def poll(self) -> list[Item]:
+        out: list[Item] = []
+        if self.at_eof or self._closed:
+            return out
+        self._had_error = False
+        try:
+            budget = MAX_CHUNKS_PER_POLL
+            if self._fd is None:
+                self._open(out)
+            elif self.follow:
+                budget = self._check_path(out, budget)
+            if self._fd is not None and budget > 0:
+                eof = self._read(out, budget)[1]
+                if eof and not self.follow:
+                    self._emit_partial(out)
+                    self._close_fd()
+                    self.at_eof = True
+        except OSError as e:
+            self._report_error(out, e)
+            if not self.follow:  # replay: report and give up on this file
+                self._close_fd()
+                self.at_eof = True
+        if not self._had_error:
+            self._error = None  # recovered: a later failure is worth a new notice
+        if self._framer.cut_lines > self._reported_cuts:
+            self._reported_cuts = self._framer.cut_lines
+            out.append(
+                capped_notice(
+                    self.path, self._framer.cut_lines, self._framer.cut_bytes, self._framer.max_line_bytes
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        self._closed = True
+        self._close_fd()
+
+    # -- opening ---------------------------------------------------------------------
+    def _open(self, out: list[Item]) -> None:
+        try:
+            fd = os.open(self.path, _OPEN_FLAGS)
+        except FileNotFoundError:
+            if self._ever_opened:
+                self._note_absent(out, "deleted", "deleted; waiting for it to be re-created")
+            else:
+                wait = "; waiting for it to appear" if self.follow else ""
+                self._note_absent(out, "missing", f"no such file{wait}")
+            self.at_eof = not self.follow
+            return
+        except OSError as e:
+            self._report_error(out, e)
+            self.at_eof = not self.follow
+            return
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            raise
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            self._note_absent(out, "not_a_file", "not a regular file" + ("; waiting" if self.follow else ""))
+            self.at_eof = not self.follow
+            return
+        self._fd = fd
+        self._ident = (st.st_dev, st.st_ino)
+        self._offset = 0
+        self._line_no = 1
+        if self._ever_opened:
+            self._generation += 1
+        self._ever_opened = True
+        self._absent = None
+        kind = self._open_kind
+        what = {"opened": "opened", "rotated": "rotated; reading the new file", "recreated": "re-created"}[kind]
+        msg = f"{self.path}: {what} ({st.st_size} bytes), generation {self._generation}"
+        out.append(SourceNotice(self.path, kind, msg))
+
+    def _note_absent(self, out: list[Item], kind: str, text: str) -> None:
+        if self._ever_opened:
+            self._open_kind = "recreated"
+        if self._absent != kind:
+            self._absent = kind
+            out.append(SourceNotice(self.path, kind, f"{self.path}: {text}"))
+
+    # -- follow-mode checks ----------------------------------------------------------
+    def _check_path(self, out: list[Item], budget: int) -> int:
+        """Detect truncation / rotation / deletion; returns the read budget left."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return self._retire(out, "deleted", budget)
+        except OSError as e:
+            self._report_error(out, e)  # the open fd may still be readable
+            return budget
+        if (st.st_dev, st.st_ino) != self._ident:
+            return self._retire(out, "rotated" if stat.S_ISREG(st.st_mode) else "not_a_file", budget)
+        if st.st_size < self._offset:
+            out.append(
+                SourceNotice(
+                    self.path,
+                    "truncated",
+                    f"{self.path}: truncated (size {st.st_size} < offset {self._offset}); reading from the start",
+                )
+            )
+            self._framer.reset()
+            self._offset = 0
+            self._line_no = 1
+            self._generation += 1
+        return budget
+
+    def _retire(self, out: list[Item], why: str, budget: int) -> int:
+        """The path no longer names our file: drain the old fd first, then move on."""
+        used, eof = self._read(out, budget)
+        budget -= used
+        if not eof:
+            return 0  # more to drain; the next poll sees the same change and continues
+        self._emit_partial(out)  # the old file is finished: its last line is complete
+        assert self._fd is not None
+        if why == "rotated" and os.fstat(self._fd).st_nlink > 0:
+            self._retired.append(self._ident)  # type: ignore[arg-type]
+        self._close_fd()
+        if why == "deleted":
+            self._note_absent(out, "deleted", "deleted; waiting for it to be re-created")
+        elif why == "not_a_file":
+            self._note_absent(out, "not_a_file", "replaced by something that is not a regular file; waiting")
+        else:
+            self._open_kind = "rotated"
+            self._open(out)
+        return budget
+
+    # -- reading ---------------------------------------------------------------------
+    def _read(self, out: list[Item], budget: int) -> tuple[int, bool]:
+        """Read up to `budget` chunks; returns (chunks used, hit EOF)."""
+        assert self._fd is not None
+        used = 0
+        while used < budget:
+            data = os.pread(self._fd, self.chunk_size, self._offset)
+            used += 1
+            if not data:
+                return used, True
+            self._offset += len(data)
+            lines = self._framer.feed(data)
+            if lines:
+                out.append(LineBlock(self.path, self._line_no, lines, self._generation))
+                self._line_no += lines.count(b"\n")
+            if len(data) < self.chunk_size:
+                return used, True  # short read on a regular file: at EOF for now
+        return used, False
+
+    def _emit_partial(self, out: list[Item]) -> None:
+        tail = self._framer.flush()
+        if tail:
+            out.append(LineBlock(self.path, self._line_no, tail, self._generation))
+            self._line_no += 1
+
+    def _report_error(self, out: list[Item], e: OSError) -> None:
+        self._had_error = True
+        msg = f"{self.path}: {e.strerror or e}"
+        if msg != self._error:
+            self._error = msg
+            out.append(SourceNotice(self.path, "error", msg))
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            finally:
+                self._fd = None

@@ -1,0 +1,44 @@
+"""What the sources layer emits: blocks of complete lines, and notices about sources."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NOTICE_KINDS = frozenset(
+    {
+        "opened",
+        "missing",
+        "truncated",
+        "rotated",
+        "deleted",
+        "recreated",
+        "error",
+        "line_capped",
+        "metrics_file",
+        "not_a_file",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LineBlock:
+    source: str  # path as given / as the glob expanded it, or "-" for stdin
+    first_line_no: int  # 1-based line number of the first line in `data`, within this generation
+    data: bytes  # complete lines, each ending in b"\n" -- except a stream's final line at its end
+    generation: int  # 0 at first open; +1 per truncation / rotation / re-creation
+
+
+@dataclass(frozen=True, slots=True)
+class SourceNotice:
+    source: str
+    kind: str  # one of NOTICE_KINDS
+    message: str  # one human-readable line, starting with "<source>: "
+
+
+def capped_notice(source: str, cut_lines: int, cut_bytes: int, cap: int) -> SourceNotice:
+    return SourceNotice(
+        source,
+        "line_capped",
+        f"{source}: {cut_lines} line(s) longer than {cap} bytes cut so far "
+        f"({cut_bytes} bytes dropped)",
+    )
