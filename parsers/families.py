@@ -82,6 +82,21 @@ _INT_STATS = {"running", "waiting", "swapped", "pending", "deferred", "preemptio
 STATS_ENGINE_KEY = "_engine"  # private value: the engine named by the line itself
 
 
+def _stats_field(values: Values, label: str, raw: str) -> None:
+    key = _STATS_KEYS.get(label)
+    if key is None:
+        return
+    if key in _INT_STATS:
+        if raw.isdigit():
+            values[key] = int(raw)
+        return
+    try:
+        number = float(raw)
+    except ValueError:
+        return
+    values[key] = number if number == number and abs(number) != float("inf") else None
+
+
 @family("stats", ["Running: "], [
     Sample("Engine 000: Avg prompt throughput: 10234.5 tokens/s, Avg generation throughput: 1520.3 tokens/s, "
            "Running: 64 reqs, Waiting: 12 reqs, GPU KV cache usage: 87.4%, Prefix cache hit rate: 12.3%",
@@ -118,17 +133,17 @@ def parse_stats(msg: str) -> Parsed:
             engine = int(m["engine"])
         else:
             values["engines_aggregated"] = int(m["agg"])
-    for seg in _SEGMENT.finditer(body):
-        key = _STATS_KEYS.get(seg["key"])
-        if key is None:
+    # Split on ", " and ": " (plain str methods, far cheaper than a regex per line); only the
+    # v0.7.1 form, which has two fields in one segment ("Waiting: 0 reqs GPU KV ..."), needs the regex.
+    for seg in body.split(", "):
+        key, sep, rest = seg.partition(": ")
+        if not sep:
             continue
-        raw = seg["val"]
-        if key in _INT_STATS:
-            if not raw.lstrip("-").isdigit():
-                continue
-            values[key] = int(raw)
-        else:
-            values[key] = _num(raw)
+        if ": " in rest:
+            for m in _SEGMENT.finditer(seg):
+                _stats_field(values, m["key"], m["val"])
+            continue
+        _stats_field(values, key, rest.split(" ", 1)[0].rstrip("%."))
     if "running" not in values:
         return []  # a line that mentions "Running: " but is not a stats line
     if "pending" in values and "waiting" not in values:

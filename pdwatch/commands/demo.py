@@ -1,0 +1,97 @@
+"""``pdwatch demo``: simulate a deployment in real time into a temporary folder and watch it live.
+
+Until the live dashboard exists, the events are printed as they arrive, in the table
+format of ``pdwatch parse --follow``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tempfile
+import threading
+from datetime import timezone
+
+from parsers import Event
+from pdwatch.commands.parse import write_events
+from pdwatch.commands.simulate import add_deployment_arguments, build_config
+from pdwatch.errors import UsageError
+from pdwatch.event_stream import EventStream
+from pdwatch.sim import run as run_simulation
+from pdwatch.sources import SourceNotice, SourceSet
+
+_CATCH_UP_S = 1.5  # after the simulation ends, let the tail read the last lines before stopping
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "demo",
+        help="simulate a PD deployment in real time and watch its log events arrive",
+        description="Simulate a prefill/decode vLLM deployment in real time, writing its logs into a new temporary "
+                    "folder, and show the events found in them as they arrive (like `pdwatch parse --follow "
+                    "--format table`). Nothing to install or run besides pdwatch; Ctrl-C to stop. The folder is "
+                    "kept, so `pdwatch parse` can replay it afterwards.",
+    )
+    add_deployment_arguments(parser, topology="4xDEP2-1xDEP8", cc=3072, duration="5m", style="dynamo", noise="quiet",
+                             interval=2.0)
+    parser.set_defaults(run=run, scenario=None, spec_tokens=None, metrics_interval=0.0)
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg, opts = build_config(args)
+    folder = tempfile.mkdtemp(prefix="pdwatch-demo-")
+    err = sys.stderr
+    print(f"pdwatch demo: {cfg.topology} at cc {cfg.cc}, ISL/OSL {cfg.isl}/{cfg.osl}, {cfg.duration:g} s of load, "
+          f"stats every {opts.interval:g} s", file=err)
+    print(f"pdwatch demo: writing logs in real time into {folder} (Ctrl-C to stop; the folder is kept)",
+          file=err, flush=True)
+
+    stop = threading.Event()
+    sources = SourceSet([folder], follow=True, poll_interval=0.2, rescan_interval=1.0)
+    failure: list[BaseException] = []
+
+    def simulate() -> None:
+        try:
+            run_simulation(cfg, folder, opts, realtime=True, stop=stop)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            failure.append(exc)
+        finally:
+            if not stop.wait(_CATCH_UP_S):
+                sources.stop()
+
+    writer = threading.Thread(target=simulate, name="pdwatch-demo-sim", daemon=True)
+    stream = EventStream(sources, tz=timezone.utc)
+    out = sys.stdout
+    status = 0
+    writer.start()
+    try:
+        write_events([], out, "table")  # the header
+        for item in stream:
+            if isinstance(item, SourceNotice):
+                if item.kind not in ("opened", "metrics_file"):
+                    print(f"pdwatch: {item.message}", file=err, flush=True)
+                continue
+            out.write(_table_line(item))
+            out.flush()
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        stop.set()
+        sources.stop()
+        writer.join(timeout=10)
+    if failure:
+        exc = failure[0]
+        if isinstance(exc, ValueError):
+            raise UsageError(str(exc))
+        raise exc
+    print(f"pdwatch demo: stopped; the logs are in {folder} (replay: pdwatch parse {folder} --format table)",
+          file=err, flush=True)
+    return status
+
+
+def _table_line(event: Event) -> str:
+    """One event in ``pdwatch parse --format table`` form, without the header."""
+    buf = io.StringIO()
+    write_events([event], buf, "table")
+    return buf.getvalue().split("\n", 1)[1]
