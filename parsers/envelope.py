@@ -22,7 +22,7 @@ _PROC = regex.compile(
     r"\((?:(?P<name>[A-Za-z_][\w\-]*(?: rank=\d+)?) )?pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?"
 )
 _VLLM = regex.compile(
-    r"(?P<prefix>\S*?)(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) "
+    r"(?P<prefix>.{0,64}?)(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) "
     r"(?P<md>\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))? "
     r"\[?(?P<file>[^\]\s:]+):(?P<lineno>\d+)\](?: (?P<msg>.*))?$"
 )

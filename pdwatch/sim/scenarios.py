@@ -76,7 +76,7 @@ def _all() -> list[Scenario]:
             "prefill-bound", "four DEP2 prefill endpoints cannot feed one DEP8 decode",
             _cfg("4xDEP2-1xDEP8", 3072, 150, 11, prefill=RoleSettings(
                 max_num_batched_tokens=8192, defaults=("max_num_batched_tokens",))),
-            "dynamo", (60, 150),
+            "dynamo", (60, 140),
             [{"rule": "prefill_bound", "role": "prefill"}],
             ["kv_exhausted", "cudagraph_overflow", "stats_missing", "kv_transfer_errors", "engine_failure",
              "dp_imbalance"],
@@ -92,11 +92,11 @@ def _all() -> list[Scenario]:
                 f"{s['cc_per_decode_engine']:.0f}, KV usage {s['decode_kv_max']:.0f}% at most."),
             "add prefill endpoints (`8xDEP2-1xDEP8`, see `healthy`), and set `--max-num-batched-tokens 16384` "
             "(2 x ISL) on prefill: two whole prompts per step, about +8% prompt throughput.",
-            metrics_interval=30.0,
+            metrics_interval=50.0,
         ),
         Scenario(
             "healthy", "eight DEP2 prefill endpoints keep one DEP8 decode busy",
-            _cfg("8xDEP2-1xDEP8", 2048, 180, 12), "vllm", (90, 180),
+            _cfg("8xDEP2-1xDEP8", 2048, 180, 12), "vllm", (90, 170),
             [],
             ["prefill_bound", "kv_exhausted", "cudagraph_overflow", "stats_missing", "kv_transfer_errors",
              "engine_failure", "dp_imbalance", "seq_cap_bound", "lint_ssm_conv_layout", "lint_async_scheduling_off",
@@ -115,7 +115,7 @@ def _all() -> list[Scenario]:
         Scenario(
             "kv-exhausted", "cc=5120 overflows the KV cache of one DEP8 decode endpoint",
             _cfg("8xDEP2-1xDEP8", 5120, 200, 13, decode=replace(_PD_DECODE, max_cudagraph_capture_size=768)),
-            "dynamo", (120, 200),
+            "dynamo", (120, 190),
             [{"rule": "kv_exhausted", "role": "decode"}],
             ["prefill_bound", "cudagraph_overflow", "stats_missing", "kv_transfer_errors", "engine_failure"],
             "5120 requests of ~8K prompt tokens need more KV cache than 8 decode GPUs have (the articles stop at "
@@ -130,12 +130,12 @@ def _all() -> list[Scenario]:
                 "(finished prompts wait there until decode pulls them)."),
             "more decode GPUs, or lower concurrency; for hybrid models `--mamba-ssm-cache-dtype bfloat16` raises the "
             "effective KV capacity; check the block size.",
-            metrics_interval=40.0,
+            metrics_interval=100.0,
         ),
         Scenario(
             "cudagraph-overflow", "decode batches above the largest captured CUDA graph run eager",
             _cfg("8xDEP2-1xDEP8", 4096, 180, 14, decode_weights=(1.05, 1.05, 1.05) + (0.97,) * 5),
-            "vllm", (90, 180),
+            "vllm", (90, 170),
             [{"rule": "cudagraph_overflow", "role": "decode", "engines": [0, 1, 2]}],
             ["kv_exhausted", "prefill_bound", "stats_missing", "kv_transfer_errors", "engine_failure"],
             "At cc=4096 each of the 8 decode ranks gets 512 requests on average, exactly vLLM's default largest "
@@ -152,7 +152,7 @@ def _all() -> list[Scenario]:
         Scenario(
             "stats-missing", "the decode endpoint prints no stats (api_server_count 8)",
             _cfg("8xDEP2-1xDEP8", 2048, 120, 15, decode=replace(_PD_DECODE, api_server_count=8)),
-            "vllm", (60, 120),
+            "vllm", (60, 110),
             [{"rule": "stats_missing", "role": "decode"}, {"rule": "lint_api_server_count", "role": "decode"}],
             ["kv_exhausted", "cudagraph_overflow", "kv_transfer_errors", "engine_failure"],
             "The decode endpoint was started with `--api-server-count 8` (vLLM's default with DP is one API server "
@@ -169,7 +169,7 @@ def _all() -> list[Scenario]:
         ),
         Scenario(
             "kv-transfer-errors", "NIXL pulls from one prefill endpoint fail",
-            _cfg("8xDEP2-1xDEP8", 2048, 150, 16, flaky=FlakyLink("prefill_w3", 0.08)), "vllm", (90, 150),
+            _cfg("8xDEP2-1xDEP8", 2048, 150, 16, flaky=FlakyLink("prefill_w3", 0.08)), "vllm", (80, 140),
             [{"rule": "kv_transfer_errors", "role": "decode"},
              {"rule": "kv_transfer_errors", "endpoint": "prefill_w3"}],
             ["kv_exhausted", "cudagraph_overflow", "stats_missing", "engine_failure", "prefill_bound"],
@@ -187,10 +187,10 @@ def _all() -> list[Scenario]:
         ),
         Scenario(
             "engine-crash", "a decode engine dies of a CUDA OOM mid-run",
-            _cfg("6xDEP2-1xDEP8", 512, 140, 17, crash=Crash("decode_w0", 3, 100.0)), "vllm-0.14", (50, 100),
+            _cfg("6xDEP2-1xDEP8", 512, 150, 17, crash=Crash("decode_w0", 3, 110.0)), "vllm-0.14", (50, 100),
             [{"rule": "engine_failure", "endpoint": "decode_w0", "engines": [3]}],
             ["kv_exhausted", "cudagraph_overflow", "kv_transfer_errors"],
-            "At t = 100 s rank 3 of the decode endpoint hits `torch.OutOfMemoryError`; the engine core dies, the API "
+            "At t = 110 s rank 3 of the decode endpoint hits `torch.OutOfMemoryError`; the engine core dies, the API "
             "server follows (`EngineDeadError`), every request in flight fails and the benchmark stops. The prefill "
             "endpoints print one last all-zero stats line and go quiet (idle). vLLM 0.14 style: the decode side "
             "reports every transferred prompt as its own prompt throughput, so adding prefill and decode prompt "
@@ -205,7 +205,7 @@ def _all() -> list[Scenario]:
         ),
         Scenario(
             "aggregated", "one aggregated (non-PD) DEP8 server",
-            SimConfig(topology="1xDEP8", cc=256, duration=150, seed=18), "vllm", (80, 150),
+            SimConfig(topology="1xDEP8", cc=256, duration=150, seed=18), "vllm", (80, 140),
             [],
             ["prefill_bound", "kv_exhausted", "cudagraph_overflow", "stats_missing", "kv_transfer_errors",
              "engine_failure"],
