@@ -1,0 +1,136 @@
+"""Which endpoint each source belongs to, its role, engines and GPUs.
+
+Evidence, strongest first: an explicit topology (``--topology-file`` or
+``--prefill/--decode`` globs), the srt-slurm file name (``{node}_{role}_w{i}.out``;
+one endpoint may span the files of several nodes), a file name containing the word
+``prefill`` or ``decode``, then the log itself (``kv_role`` kv_producer/kv_consumer,
+a Dynamo worker naming its role). ``kv_both`` says nothing about the role.
+GPUs = DP x TP x PP where the log says so; otherwise a guess, flagged as such.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import regex
+
+from parsers import Event
+
+ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
+
+_SRT_SLURM = regex.compile(
+    r"^(?P<node>.+?)_(?P<role>prefill|decode|agg|frontend)_(?:w)?(?P<index>\d+)\.(?:out|err|log|txt)$")
+_ROLE_WORD = regex.compile(r"(?<![a-z])(prefill|decode)(?![a-z])", regex.I)
+_KV_ROLE = {"kv_producer": "prefill", "kv_consumer": "decode"}
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """One endpoint declared by the user (topology file or CLI globs)."""
+
+    name: str
+    role: str
+    globs: tuple[str, ...]
+    gpus: int | None = None
+
+    def matches(self, source: str) -> bool:
+        base = os.path.basename(source)
+        return any(fnmatch.fnmatch(source, g) or fnmatch.fnmatch(base, g) for g in self.globs)
+
+
+@dataclass
+class Endpoint:
+    name: str
+    role: str = "unknown"
+    role_from: str = "unknown"  # topology | file name | kv_role | dynamo | unknown
+    sources: list[str] = field(default_factory=list)
+    engines: set[int] = field(default_factory=set)
+    facts: dict[str, Any] = field(default_factory=dict)
+    declared_gpus: int | None = None
+
+    @property
+    def gpus(self) -> int | None:
+        if self.declared_gpus is not None:
+            return self.declared_gpus
+        dp = self.facts.get("data_parallel_size") or (len(self.engines) or None)
+        tp = self.facts.get("tensor_parallel_size", 1)
+        pp = self.facts.get("pipeline_parallel_size", 1)
+        return dp * tp * pp if dp else None
+
+    @property
+    def gpus_inferred(self) -> bool:
+        """True when the GPU count is a guess (DP from engines seen, or TP/DP not printed)."""
+        if self.declared_gpus is not None:
+            return False
+        return "data_parallel_size" not in self.facts or "tensor_parallel_size" not in self.facts
+
+
+def name_from_file(source: str) -> tuple[str, str | None]:
+    """Endpoint name and role a file name gives (role None when it says nothing)."""
+    base = os.path.basename(source)
+    m = _SRT_SLURM.match(base)
+    if m:
+        role = {"agg": "aggregated"}.get(m["role"], m["role"])
+        return (f"{m['role']}_w{m['index']}" if role != "frontend" else f"frontend_{m['index']}"), role
+    stem = base.split(".", 1)[0] if base != "-" else "stdin"
+    word = _ROLE_WORD.search(base)
+    return stem, (word[1].lower() if word else None)
+
+
+class DeploymentModel:
+    """Grows as events arrive; ``endpoints`` is always the current best view."""
+
+    def __init__(self, specs: Iterable[EndpointSpec] = ()) -> None:
+        self._specs = list(specs)
+        self.endpoints: dict[str, Endpoint] = {}
+        self._by_source: dict[str, Endpoint] = {}
+        for spec in self._specs:
+            self.endpoints[spec.name] = Endpoint(spec.name, spec.role, "topology", declared_gpus=spec.gpus)
+
+    def endpoint_of(self, source: str) -> Endpoint:
+        endpoint = self._by_source.get(source)
+        if endpoint is not None:
+            return endpoint
+        spec = next((s for s in self._specs if s.matches(source)), None)
+        if spec is not None:
+            endpoint = self.endpoints[spec.name]
+        else:
+            name, role = name_from_file(source)
+            endpoint = self.endpoints.setdefault(name, Endpoint(name))
+            if role is not None and endpoint.role_from in ("unknown", "kv_role", "dynamo"):
+                endpoint.role, endpoint.role_from = role, "file name"
+        endpoint.sources.append(source)
+        self._by_source[source] = endpoint
+        return endpoint
+
+    def observe(self, event: Event) -> Endpoint:
+        endpoint = self.endpoint_of(event.source)
+        if event.kind == "stats" and event.engine is not None:
+            endpoint.engines.add(event.engine)
+        elif event.kind == "args":
+            self._learn_args(endpoint, event.values["args"])
+        elif event.kind == "engine_config":
+            for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+                if key in event.values:
+                    endpoint.facts.setdefault(key, event.values[key])
+        elif event.kind == "role_hint":
+            self._infer_role(endpoint, event.values["role"], "dynamo")
+        return endpoint
+
+    def _learn_args(self, endpoint: Endpoint, args: dict[str, Any]) -> None:
+        for key in ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size"):
+            if isinstance(args.get(key), int):
+                endpoint.facts[key] = args[key]
+        kv = args.get("kv_transfer_config")
+        if isinstance(kv, dict) and kv.get("kv_role") in _KV_ROLE:
+            self._infer_role(endpoint, _KV_ROLE[kv["kv_role"]], "kv_role")
+
+    @staticmethod
+    def _infer_role(endpoint: Endpoint, role: str, origin: str) -> None:
+        if endpoint.role_from == "unknown":
+            endpoint.role, endpoint.role_from = role, origin
+        elif endpoint.role != role:
+            endpoint.facts["role_conflict"] = f"{origin} says {role}, {endpoint.role_from} says {endpoint.role}"
