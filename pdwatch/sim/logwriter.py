@@ -54,7 +54,7 @@ class Style:
     logo: bool  # version logo (>= v0.15) instead of "vLLM API server version"
     graph_profiling: bool  # "Profiling CUDA graph memory" & co (>= 2026-03)
     init_took_s: bool  # "took %.2f s (compilation: %.2f s)" (>= 2026-04) instead of "took %.2f seconds"
-    format_gib: bool  # "%s GiB" via format_gib (>= 2026-01) instead of "%.2f GiB"
+    format_gib: bool  # "Available KV cache memory: %s GiB" via format_gib (>= 2026-01) instead of "%.2f GiB"
     waiting_by_reason: bool  # vllm:num_requests_waiting_by_reason (>= 2026-04)
     prompt_by_source: bool  # vllm:prompt_tokens_by_source_total (>= 2026-02)
     where: dict[str, str]  # message -> "file.py:line" in the header
@@ -90,10 +90,15 @@ _WHERE_018 = {**_WHERE_UP, "engine": "core.py:105", "init": "core.py:288", "nixl
               "graph_est": "gpu_model_runner.py:6097", "graph_done": "gpu_model_runner.py:6180"}
 
 STYLES: dict[str, Style] = {
-    "vllm": Style("vllm", "0.21.0", False, False, True, True, True, True, True, True, True, True, _WHERE_UP),
-    "vllm-0.14": Style("vllm-0.14", "0.14.0", False, True, False, False, False, False, False, False, False, False,
-                       _WHERE_014),
-    "dynamo": Style("dynamo", "0.18.0", True, False, False, False, False, True, False, True, False, True, _WHERE_018),
+    "vllm": Style("vllm", "0.21.0", dynamo=False, decode_counts_transferred_prompt=False, deferred_field=True,
+                  lease_expiry=True, logo=True, graph_profiling=True, init_took_s=True, format_gib=True,
+                  waiting_by_reason=True, prompt_by_source=True, where=_WHERE_UP),
+    "vllm-0.14": Style("vllm-0.14", "0.14.0", dynamo=False, decode_counts_transferred_prompt=True,
+                       deferred_field=False, lease_expiry=False, logo=False, graph_profiling=False, init_took_s=False,
+                       format_gib=False, waiting_by_reason=False, prompt_by_source=False, where=_WHERE_014),
+    "dynamo": Style("dynamo", "0.18.0", dynamo=True, decode_counts_transferred_prompt=False, deferred_field=False,
+                    lease_expiry=False, logo=False, graph_profiling=True, init_took_s=False, format_gib=True,
+                    waiting_by_reason=False, prompt_by_source=True, where=_WHERE_018),
 }
 NOISE_LEVELS = ("full", "quiet")
 
@@ -173,18 +178,16 @@ class EndpointLog:
         self.stats_on = ep.settings.api_server_count == 1
         self.ready_at = -rng.uniform(8.0, 20.0)  # server up, stats loop started (s before the load)
         self.started_at = self.ready_at - rng.uniform(95.0, 110.0)
+        # vLLM's stats loop ticks every `interval` seconds from the server's start; whole seconds for short stamps.
         interval = run.opts.interval
         phase = math.ceil(self.ready_at) % interval if interval >= 1 else 0.0
-        self.next_stats = float(math.ceil((0.0 - phase) / interval) * interval + phase) if interval >= 1 else interval
-        while self.next_stats <= 0:
-            self.next_stats += interval
+        self.next_stats = phase + (math.floor(-phase / interval) + 1) * interval  # the first tick after t = 0
         self.last_stats_t = self.next_stats - interval
         self.prev: dict[int, tuple[float, float, int, float, float]] = {}
         self.prev_active: dict[int, bool] = {}
         self.xfer_failures: dict[int, int] = {}
         self.closed = False
         self.buffer: list[tuple[float, int, str]] = []
-        self.wrote_final_shutdown = False
 
     # -- buffered output, ordered by time within a tick --
     def add(self, t: float, text: str) -> None:
@@ -244,9 +247,9 @@ class EndpointLog:
         if ep.settings.ssm_conv_layout:
             self.main(t + 2.4, "INFO", "ssm_layout", "VLLM_SSM_CONV_STATE_LAYOUT env detected. Setting SSM conv state "
                       f"layout to {ep.settings.ssm_conv_layout}.", "mamba_utils.get_conv_state_layout")
-        if run.opts.noise == "full":  # stderr of a child before vLLM decorates it: no prefix, no header
-            self.add(t + 4.0, f"{SITE}/torch/cuda/__init__.py:63: FutureWarning: The pynvml package is deprecated. "
-                     "Please install nvidia-ml-py instead.\n  import pynvml  # type: ignore[import]\n")
+        # stderr of a child process before vLLM decorates it: no prefix, no header
+        self.add(t + 4.0, f"{SITE}/torch/cuda/__init__.py:63: FutureWarning: The pynvml package is deprecated. "
+                 "Please install nvidia-ml-py instead.\n  import pynvml  # type: ignore[import]\n")
         for rank in range(len(ep.engines)):
             self.engine_startup(rank, t + 6.0 + 0.05 * rank)
         ready = self.ready_at
@@ -262,9 +265,12 @@ class EndpointLog:
                 self.main(ready - 0.5, "INFO", "serve", f"Starting vLLM server on {url}")
             else:
                 self.main(ready - 0.5, "INFO", "serve", f"Starting vLLM API server 0 on {url}")
-            self.add(ready - 0.4, f"INFO:     Started server process [{self.api_pid}]\n")
-            self.add(ready - 0.4, "INFO:     Waiting for application startup.\n")
-            self.add(ready - 0.3, "INFO:     Application startup complete.\n")
+            servers = ([("", self.api_pid)] if ep.settings.api_server_count == 1 else
+                       [(f"(ApiServer_{i} pid={pid}) ", pid) for i, pid in enumerate(self.server_pids)])
+            for prefix, pid in servers:  # uvicorn's own lines: no vLLM header
+                self.add(ready - 0.4, f"{prefix}INFO:     Started server process [{pid}]\n")
+                self.add(ready - 0.4, f"{prefix}INFO:     Waiting for application startup.\n")
+                self.add(ready - 0.3, f"{prefix}INFO:     Application startup complete.\n")
         elif ep.settings.api_server_count > 1:
             self.main(ready - 1.0, "WARNING", "no_stats", "AsyncLLM created with api_server_count more than 1; "
                       "disabling stats logging to avoid incomplete stats.", "loggers.__init__")
@@ -277,7 +283,6 @@ class EndpointLog:
         cfg = ep.engines[rank].cfg
         mem = cfg.memory
         rng = run.rng
-        w = st.where
         if rank == 0:
             self.core(t, 0, "INFO", "engine", f"Initializing a V1 LLM engine (v{st.vllm_version}) with config: "
                       + self.engine_config_repr())
@@ -293,9 +298,9 @@ class EndpointLog:
             self.core_raw(t + 3.0 + load_s, 0, _progress("Loading safetensors checkpoint shards", 94, load_s,
                                                          completed=True))
         self.core(t + 3.0 + load_s, rank, "INFO", "weights", f"Loading weights took {load_s:.2f} seconds")
-        gib = format_gib(mem.weights_gib) if st.format_gib else f"{mem.weights_gib:.2f}"
-        self.core(t + 3.2 + load_s, rank, "INFO", "loading",
-                  f"Model loading took {gib} GiB memory and {load_s + rng.uniform(1.5, 3.0):.6f} seconds")
+        self.core(t + 3.2 + load_s, rank, "INFO", "loading",  # format_gib since ~v0.14 (all styles here)
+                  f"Model loading took {format_gib(mem.weights_gib)} GiB memory and "
+                  f"{load_s + rng.uniform(1.5, 3.0):.6f} seconds")
         t2 = t + 3.2 + load_s
         compile_s = rng.uniform(16.0, 21.0)
         self.core(t2 + compile_s, rank, "INFO", "compile", f"torch.compile takes {compile_s:.2f} s in total")
@@ -355,7 +360,7 @@ class EndpointLog:
             "               ^",
             f'  File "{SITE}/jinja2/environment.py", line 1295, in render',
             "    self.environment.handle_exception()",
-            f'  File "<template>", line 47, in top-level template code',
+            '  File "<template>", line 47, in top-level template code',
             "jinja2.exceptions.UndefinedError: 'tools' is undefined",
         ])
         self.main(t, "WARNING", "warmup", msg)
@@ -486,9 +491,10 @@ class EndpointLog:
     # -- events -------------------------------------------------------------------------------------
     def access(self, t: float, client: str, method: str, path: str, status: int = 200) -> None:
         line = uvicorn_access(client, method, path, status)
-        self.add(t, line if self.ep.settings.api_server_count == 1 else
-                 f"(ApiServer_{self.run.rng.randrange(self.ep.settings.api_server_count)} "
-                 f"pid={self.server_pids[0]}) {line}")
+        if self.ep.settings.api_server_count > 1:  # one of the API server processes answered
+            i = self.run.rng.randrange(self.ep.settings.api_server_count)
+            line = f"(ApiServer_{i} pid={self.server_pids[i]}) {line}"
+        self.add(t, line)
 
     def xfer_failure(self, t: float, eng: Engine, req: Request, remote: Engine | None, remote_log: EndpointLog | None) -> None:
         blocks = math.ceil(req.isl / eng.cfg.block_size)
@@ -656,10 +662,11 @@ class LogRun:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         self.rng = random.Random(f"logs-{sim.cfg.seed}")
-        if opts.start is None:
+        if opts.start is None:  # fast-forward: the run ends now, so file times never lie ahead of their mtime
             now = datetime.now(timezone.utc).replace(microsecond=0)
-            opts.start = now - timedelta(seconds=sim.cfg.duration)
-        self.start = opts.start
+            self.start = now - timedelta(seconds=sim.cfg.duration)
+        else:
+            self.start = opts.start
         self.logs = {ep.name: EndpointLog(self, ep, self.out / ep.filename) for ep in sim.endpoints}
         self.frontend: FrontendLog | None = None
         if sim.topology.disaggregated:
@@ -671,7 +678,7 @@ class LogRun:
         self.frontend_ip = f"10.{self.rng.randrange(1, 250)}.0.{self.rng.randrange(2, 250)}"
         self.prom_ip = f"10.{self.rng.randrange(1, 250)}.9.{self.rng.randrange(2, 250)}"
         self.created = (self.start - timedelta(seconds=20)).timestamp()
-        sim.cfg.record_requests = opts.noise == "full"
+        sim.record_requests = opts.noise == "full"  # per-request lines: access log, router
 
     @property
     def paths(self) -> list[Path]:

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from prometheus_client.utils import floatToGoString
 
-from .model import Endpoint, Engine
+from .model import Endpoint
 
 _FINISHED_REASONS = ("stop", "length", "abort")
 _SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
@@ -110,15 +110,3 @@ def banner(scenario: str, phase: str, desc: str, when: datetime, port: int) -> s
     epoch = when.timestamp()
     iso = when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
     return f"# ===== scenario={scenario} phase={phase} {desc} t={epoch:.3f} ({iso}) port={port} ====="
-
-
-def engine_metric_values(engine: Engine) -> dict[str, float]:
-    """The numbers one scrape reports for an engine (what tests compare with the logs)."""
-    return {
-        "num_requests_running": float(engine.running_count()),
-        "num_requests_waiting": float(engine.waiting_count()),
-        "kv_cache_usage_perc": engine.kv_fraction(),
-        "num_preemptions_total": float(engine.preemptions),
-        "prompt_tokens_total": _whole(engine.prompt_local + engine.prompt_external),
-        "generation_tokens_total": _whole(engine.gen_tokens),
-    }

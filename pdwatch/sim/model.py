@@ -8,8 +8,9 @@ request lengths, router tie-breaks and transfer-time noise (a seeded ``random.Ra
 The physics, per engine (one DP rank = one GPU for DEPn):
 
 - **Client**: closed loop at concurrency ``cc``: ``cc`` requests start within the first
-  ``ramp_s`` seconds; each finished (or failed) request is replaced at once. Lengths are
-  drawn like sa-bench's ``random_range_ratio``: ISL uniform in [r*ISL, ISL], OSL in [r*OSL, OSL].
+  ``ramp_s`` seconds (default min(30, cc/100)); each finished (or failed) request is replaced
+  at once. Lengths are drawn like sa-bench's ``random_range_ratio``: ISL uniform in
+  [r*ISL, ISL], OSL in [r*OSL, OSL].
 - **Engine step**: every step schedules the running decodes (``n`` requests, ``n*(1+k)``
   tokens with ``k`` speculative tokens) and fills the rest of ``max_num_batched_tokens``
   with prompt chunks (chunked prefill). Step time is
@@ -224,7 +225,7 @@ class SimConfig:
     duration: float = 900.0
     seed: int = 0
     dt: float = 0.05
-    ramp_s: float = 30.0
+    ramp_s: float | None = None  # the client starts its cc requests over this long; None: min(30, cc / 100) s
     prefill: RoleSettings = field(default_factory=lambda: RoleSettings(max_num_batched_tokens=16384))
     decode: RoleSettings = field(default_factory=RoleSettings)
     agg: RoleSettings = field(default_factory=lambda: RoleSettings(
@@ -250,7 +251,7 @@ class SimConfig:
 class Request:
     __slots__ = ("rid", "isl", "osl", "sent_at", "state", "need", "remaining", "gen", "gen_start",
                  "g_start", "kv_base", "epoch", "prefill_engine", "decode_engine", "xfer_fails",
-                 "xfer_ms", "done_at", "first_token_at")
+                 "xfer_ms")
 
     def __init__(self, rid: int, isl: int, osl: int, sent_at: float) -> None:
         self.rid = rid
@@ -269,8 +270,6 @@ class Request:
         self.decode_engine: Engine | None = None
         self.xfer_fails = False
         self.xfer_ms = 0.0
-        self.done_at = 0.0
-        self.first_token_at: float | None = None
 
     @property
     def request_id(self) -> str:
@@ -282,7 +281,7 @@ class Occurrence:
     """Something the log writer has to report: a fault, a routing decision, a finished request."""
 
     t: float
-    kind: str  # route_prefill | route_decode | done | failed | xfer_fail | kv_expired | crash | preempt
+    kind: str  # route_prefill | route_decode | done | failed | xfer_fail | kv_expired | crash
     engine: Engine
     request: Request | None = None
     data: dict = field(default_factory=dict)
@@ -318,11 +317,8 @@ class Engine:
         self.gen_tokens = 0.0
         self.preemptions = 0
         self.finished = 0
-        self.failed = 0
         self.steps = 0.0
         self.eager_steps = 0.0
-        self.busy_s = 0.0
-        self.max_scheduled = 0
         self.drafted = 0.0
         self.accepted = 0.0
         self.xfer_samples: list[tuple[float, float, float]] = []  # (ms, MiB, descriptors), drained by the writer
@@ -353,11 +349,6 @@ class Engine:
         q = sum(b for _, b in self.ext_hits)
         return 100.0 * sum(a for a, _ in self.ext_hits) / q if q else 0.0
 
-    def scheduled_tokens(self) -> int:
-        """Tokens the current step schedules (decodes x (1 + spec) + prompt chunk)."""
-        dec = self.n_running * (1 + self.cfg.spec_tokens)
-        return int(dec + min(max(0, self.cfg.max_num_batched_tokens - dec), self.prefill_rem))
-
     # --- the flow ----------------------------------------------------------------------------
     def enqueue(self, req: Request) -> None:
         """A new request for local prompt compute (prefill or aggregated engine)."""
@@ -367,6 +358,7 @@ class Engine:
         self.queued_tokens += req.isl
 
     def advance(self, now: float, dt: float) -> None:
+        """Run this engine from ``now`` for ``dt`` seconds, stopping at every finished prompt or output."""
         if not self.alive:
             return
         self._expire(now)
@@ -388,8 +380,6 @@ class Engine:
                 span = min(span, self.prefilling[0].remaining / rate)
             steps = span / st
             self.steps += steps
-            self.busy_s += span
-            self.max_scheduled = max(self.max_scheduled, int(dec_tokens + chunk))
             if self.cfg.eager(n, chunk):
                 self.eager_steps += steps
             if n:
@@ -469,6 +459,7 @@ class Engine:
                 req.need = req.isl
                 req.gen = 0.0
                 self.waiting.appendleft(req)
+                self.queued_tokens += req.need
                 self.ext_hits.append((0, req.isl))
                 if src is not None:
                     src.lease_lost(req, now)
@@ -521,14 +512,12 @@ class Engine:
 
     def _done(self, req: Request, now: float) -> None:
         req.state = "done"
-        req.done_at = now
         self.finished += 1
         self.sim.request_done(req, self, now)
 
     def _finish_prefill(self, req: Request, now: float) -> None:
         if self.role == "prefill":
             self.gen_tokens += 1  # the first token, sampled on the prefill side
-            req.first_token_at = now
             req.state = "parked"
             self.parked[req.rid] = req
             self.sim.prefill_done(req, self, now)
@@ -536,7 +525,6 @@ class Engine:
             self.gen_tokens += 1
             self.kv_used += 1
             req.gen = 1.0
-            req.first_token_at = now
             req.decode_engine = self
             self._start_running(req, kv_base=float(req.isl) + 1)
         else:  # decode: a recomputed prompt (preempted, or its KV pull failed)
@@ -558,6 +546,7 @@ class Engine:
             req.need = int(req.isl + req.gen)
             req.epoch += 1
             self.waiting.appendleft(req)
+            self.queued_tokens += req.need
             self.preemptions += 1
 
     # --- prefill side of the KV hand-off -------------------------------------------------
@@ -612,7 +601,6 @@ class Endpoint:
     settings: RoleSettings
     engines: list[Engine] = field(default_factory=list)
     alive: bool = True
-    died_at: float | None = None
     worker_id: int = 0
     port: int = 8000
 
@@ -642,14 +630,15 @@ class Simulation:
     """Steps a simulated clock; ``occurrences`` collects what the log writer must report."""
 
     def __init__(self, cfg: SimConfig) -> None:
-        self.cfg = cfg
         self.topology: Topology = parse_topology(cfg.topology)
         if cfg.cc < 1:
             raise ValueError("cc must be at least 1")
         if cfg.isl < 1 or cfg.osl < 1:
             raise ValueError("isl and osl must be at least 1")
         if cfg.isl + cfg.osl > cfg.model.max_model_len:
-            self.cfg = cfg = replace(cfg, model=replace(cfg.model, max_model_len=_round_up(cfg.isl + cfg.osl, 1024)))
+            cfg = replace(cfg, model=replace(cfg.model, max_model_len=_round_up(cfg.isl + cfg.osl, 1024)))
+        self.cfg = cfg = replace(cfg)  # our own copy: a caller's config is never changed
+        self.record_requests = cfg.record_requests
         self.rng = random.Random(cfg.seed)
         self.t = 0.0
         self.ticks = 0
@@ -665,8 +654,9 @@ class Simulation:
         self._next_rid = 0
         self._sends: list[tuple[float, int]] = []
         self._send_seq = cfg.cc
+        ramp = cfg.ramp_s if cfg.ramp_s is not None else min(30.0, cfg.cc / 100.0)
         for i in range(cfg.cc):
-            heapq.heappush(self._sends, (self.rng.uniform(0.0, cfg.ramp_s), i))
+            heapq.heappush(self._sends, (self.rng.uniform(0.0, ramp), i))
         self.occurrences: list[Occurrence] = []
         self.history: list[Snapshot] = [self.snapshot()]
         self.crashed = False
@@ -748,7 +738,7 @@ class Simulation:
             return
         req.prefill_engine = engine
         engine.enqueue(req)
-        if self.cfg.record_requests:
+        if self.record_requests:
             self.occur(Occurrence(at, "route_prefill", engine, req))
 
     def _pick(self, engines: list[Engine], load) -> Engine | None:
@@ -773,12 +763,12 @@ class Simulation:
         req.decode_engine = dec
         req.state = "pending"
         dec.pending.append(req)
-        if self.cfg.record_requests:
+        if self.record_requests:
             self.occur(Occurrence(now, "route_decode", dec, req))
 
     def request_done(self, req: Request, engine: Engine, now: float) -> None:
         self.completed += 1
-        if self.cfg.record_requests:
+        if self.record_requests:
             self.occur(Occurrence(now, "done", engine, req))
         self._reschedule(now)
 
@@ -791,7 +781,7 @@ class Simulation:
         for req in reqs:
             req.state = "failed"
             self.failed += 1
-            if self.cfg.record_requests:
+            if self.record_requests:
                 self.occur(Occurrence(now, "failed", req.decode_engine or req.prefill_engine or self.engines[0], req))
             self._reschedule(now)
 
@@ -801,7 +791,6 @@ class Simulation:
         if ep is None:
             raise ValueError(f"crash: no endpoint named {crash.endpoint}")
         ep.alive = False
-        ep.died_at = now
         dropped: list[Request] = []
         for e in ep.engines:
             e.alive = False

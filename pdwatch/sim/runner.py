@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
@@ -26,8 +26,7 @@ class RunResult:
 
 
 def run(cfg: SimConfig, out_dir: str | os.PathLike, opts: LogOptions, *, realtime: bool = False,
-        stop: threading.Event | None = None, on_tick: Callable[[Simulation], None] | None = None,
-        clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] | None = None) -> RunResult:
+        stop: threading.Event | None = None, on_tick: Callable[[Simulation], None] | None = None) -> RunResult:
     """Simulate ``cfg`` and write its logs into ``out_dir``.
 
     Args:
@@ -37,15 +36,15 @@ def run(cfg: SimConfig, out_dir: str | os.PathLike, opts: LogOptions, *, realtim
     """
     sim = Simulation(cfg)
     if realtime and opts.start is None:
-        opts.start = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=1)
+        opts = replace(opts, start=datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=1))
     writer = LogRun(sim, out_dir, opts)
     stopped = False
-    wait = sleep or (stop.wait if stop is not None else time.sleep)
+    wait = stop.wait if stop is not None else time.sleep
     try:
         writer.begin()
         if realtime:
             # t = 0 is opts.start on the wall clock; wait for it, then keep the simulation level with it.
-            origin = clock() + (opts.start - datetime.now(timezone.utc)).total_seconds()
+            origin = time.monotonic() + (writer.start - datetime.now(timezone.utc)).total_seconds()
         for _ in sim.run():
             writer.after_tick()
             if on_tick is not None:
@@ -54,7 +53,7 @@ def run(cfg: SimConfig, out_dir: str | os.PathLike, opts: LogOptions, *, realtim
                 stopped = True
                 break
             if realtime:
-                ahead = sim.t - (clock() - origin)
+                ahead = sim.t - (time.monotonic() - origin)
                 if ahead > 0:
                     wait(ahead)
                     if stop is not None and stop.is_set():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
@@ -50,7 +50,6 @@ class Scenario:
     interval: float = 10.0
     tps_known: bool = True  # False when part of the deployment prints no stats
     metrics_interval: float | None = None
-    extra: dict = field(default_factory=dict)
 
 
 _PD_PREFILL = RoleSettings(max_num_batched_tokens=16384)
@@ -67,10 +66,14 @@ def _n(x: float) -> str:
     return f"{x:,.0f}"
 
 
+_QUIET_NOTE = (
+    "To keep the sample small the per-request lines are off (`--disable-uvicorn-access-log` on `vllm serve`, "
+    "`DYN_LOG=info,dynamo_kv_router::scheduling::selector=warn` on the frontend); the rest of the noise of real "
+    "logs is there: the version logo or Dynamo's ANSI lines, progress bars redrawn with `\\r`, warnings. "
+    "`pdwatch simulate --scenario NAME` writes the per-request lines too (`--noise full`, its default).")
+
+
 def _all() -> list[Scenario]:
-    quiet_note = ("Noise kept: version logo / Dynamo ANSI lines, progress bars with `\\r`, a harmless traceback; the "
-                  "per-request lines are off as the articles advise (`--disable-uvicorn-access-log`, "
-                  "`DYN_LOG=info,dynamo_kv_router::scheduling::selector=warn`) to keep the sample small.")
     return [
         Scenario(
             "prefill-bound", "four DEP2 prefill endpoints cannot feed one DEP8 decode",
@@ -236,10 +239,13 @@ class _Sampler:
         self.rows: list[dict] = []
         self.next = sc.window[0] + sc.interval
         self.base: dict[str, dict] = {}
+        self.end: dict[str, dict] = {}
 
     def __call__(self, sim: Simulation) -> None:
         if abs(sim.t - self.sc.window[0]) < sim.cfg.dt / 2:
             self.base = {e.name: _counters(e) for e in sim.engines}
+        if abs(sim.t - self.sc.window[1]) < sim.cfg.dt / 2:
+            self.end = {e.name: _counters(e) for e in sim.engines}
         if sim.t + 1e-9 < self.next or sim.t > self.sc.window[1] + 1e-9:
             return
         self.next += self.sc.interval
@@ -251,8 +257,7 @@ class _Sampler:
 
 
 def _counters(e) -> dict:
-    return {"prompt": e.prompt_local, "external": e.prompt_external, "gen": e.gen_tokens,
-            "preempt": e.preemptions, "steps": e.steps}
+    return {"prompt": e.prompt_local, "external": e.prompt_external, "gen": e.gen_tokens, "preempt": e.preemptions}
 
 
 def _summary(sc: Scenario, sim: Simulation, sampler: _Sampler, legacy_prompt: bool) -> dict:
@@ -274,8 +279,7 @@ def _summary(sc: Scenario, sim: Simulation, sampler: _Sampler, legacy_prompt: bo
         out[f"{role}_kv_max"] = max(r["kv"] for r in rows)
         out[f"{role}_scheduled_max"] = max(r["scheduled"] for r in rows)
         out[f"{role}_capture_max"] = engines[0].cfg.capture_max
-        base = sampler.base
-        end = {e.name: _counters(e) for e in engines}
+        base, end = sampler.base, sampler.end
         prompt = sum(end[e.name]["prompt"] - base[e.name]["prompt"] for e in engines if e.name in base)
         if legacy_prompt and role == "decode":
             prompt += sum(end[e.name]["external"] - base[e.name]["external"] for e in engines if e.name in base)
@@ -308,12 +312,9 @@ def generate(sc: Scenario, out_dir: str | Path, *, samples_root: str = "samples"
     sampler = _Sampler(sc)
     opts = LogOptions(style=sc.style, noise=sc.noise, interval=sc.interval, start=START,
                       metrics_interval=sc.metrics_interval, scenario=sc.name)
+    assert sc.window[1] <= sc.config.duration - sc.interval, "the steady window must end before the last stats line"
     counts = {"xfer_fail": 0, "kv_expired": 0}
-
-    def on_tick(sim: Simulation) -> None:
-        sampler(sim)
-
-    result = run(sc.config, out, opts, on_tick=on_tick)
+    result = run(sc.config, out, opts, on_tick=sampler)
     sim = result.sim
     for line in _iter_lines(result.paths):
         if "NIXL transfer failure" in line:
@@ -370,6 +371,8 @@ ISL/OSL {sc.config.isl}/{sc.config.osl} (random_range_ratio {sc.config.range_rat
 {_STYLE_TEXT[sc.style]}, stats every {sc.interval:g} s, {sc.config.duration:g} s of load after the start-up.
 
 {sc.story}
+
+{_QUIET_NOTE.replace("NAME", sc.name) if sc.noise == "quiet" else "Full noise: one access-log line per request, health checks."}
 
 ## What the logs show (steady window {t0:%H:%M:%S}-{t1:%H:%M:%S} UTC)
 
