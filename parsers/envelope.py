@@ -22,10 +22,12 @@ _PROC = regex.compile(
     r"\((?:(?P<name>[A-Za-z_][\w\-]*(?: rank=\d+)?) )?pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?"
 )
 _VLLM = regex.compile(
-    r"(?P<prefix>.{0,64}?)(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) "
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) "
     r"(?P<md>\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))? "
     r"\[?(?P<file>[^\]\s:]+):(?P<lineno>\d+)\](?: (?P<msg>.*))?$"
 )
+# VLLM_LOGGING_PREFIX is printed verbatim before the level: tried only when the plain header fails.
+_VLLM_PREFIXED = regex.compile(r"(?P<prefix>.{1,64}?)" + _VLLM.pattern)
 _ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
 _DYNAMO = regex.compile(
     rf"(?P<iso>{_ISO})\s+(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\s+"
@@ -102,7 +104,7 @@ def split_envelope(text: str) -> Envelope:
             proc, pid = m["name"], int(m["pid"])
         rest = rest[m.end():]
 
-    m = _VLLM.match(rest)
+    m = _VLLM.match(rest) or (_VLLM_PREFIXED.match(rest) if " [" in rest or "] " in rest else None)
     if m:
         clock = m["hms"] + ("." + m["frac"] if m["frac"] else "")
         return Envelope("vllm", _strip_ray(m["msg"] or ""), normalise_level(m["level"]), proc, pid,

@@ -10,6 +10,7 @@ header, since vLLM moves messages between files across versions.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -213,20 +214,38 @@ def parse_spec_decode(msg: str) -> Parsed:
 
 
 _XFER_CONNECTOR = regex.compile(r"(?P<name>\w+)=\{(?P<body>[^{}]*)\}")
-_XFER_PAIR = regex.compile(r"'?(?P<key>[A-Za-z][A-Za-z0-9 ()/_]*?)'?\s*[=:]\s*'?(?P<val>-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)'?")
 
 
+@functools.lru_cache(maxsize=256)
 def _snake(key: str) -> str:
-    key = key.replace("MB/s", "mb_s").replace("(", " ").replace(")", " ").replace("/", " ")
+    """``Avg xfer time (ms)`` -> ``avg_xfer_time_ms``; cached: a run has a handful of keys."""
+    key = key.strip(" '").replace("MB/s", "mb_s").replace("(", " ").replace(")", " ").replace("/", " ")
     key = regex.sub(r"\bnumber of\b", "", key, flags=regex.I)
     return "_".join(key.lower().split())
 
 
+def _metric_value(raw: str) -> int | float | None:
+    raw = raw.strip(" '")
+    try:
+        return int(raw)
+    except ValueError:
+        pass
+    try:
+        return float(raw)
+    except ValueError:
+        return None
+
+
 def _xfer_metrics(body: str) -> Values:
+    """``k=v, k=v`` (NIXL) or ``'k': v, 'k': v`` (dict repr), split with str methods (hot path)."""
     out: Values = {}
-    for m in _XFER_PAIR.finditer(body):
-        val = float(m["val"])
-        out[_snake(m["key"])] = int(val) if val.is_integer() and "." not in m["val"] else val
+    for part in body.split(", "):
+        key, sep, raw = part.partition("=") if "=" in part else part.partition(": ")
+        if not sep:
+            continue
+        value = _metric_value(raw)
+        if value is not None and key.strip(" '"):
+            out[_snake(key)] = value
     return out
 
 
