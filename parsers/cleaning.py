@@ -19,6 +19,8 @@ _ANSI = regex.compile(
     r"|\x1b"
     r"|\x9b[0-?]*[ -/]*[@-~]"
 )
+# Colour codes are nearly all the escapes real logs hold: strip them on bytes first, cheaply.
+_SGR = regex.compile(rb"\x1b\[[0-9;]*m")
 # C0/C1 controls other than tab, after ANSI removal (NUL from a torn write, BEL, backspace, ...).
 _CONTROL = regex.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
 
@@ -40,10 +42,12 @@ def clean_line(text: str) -> str:
         text = text[text.rfind("\r") + 1 :]
     if "\x1b" in text or "\x9b" in text:
         text = _ANSI.sub("", text)
-    if _CONTROL.search(text):
+    if not text.isprintable():  # C-speed test; the regex runs only when something is there
         text = _CONTROL.sub("", text)
     return text
 
 
 def clean_raw(raw: bytes) -> str:
+    if b"\x1b[" in raw:
+        raw = _SGR.sub(b"", raw)
     return clean_line(decode(raw))

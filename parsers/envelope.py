@@ -26,6 +26,8 @@ _VLLM = regex.compile(
     r"(?P<md>\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))? "
     r"\[?(?P<file>[^\]\s:]+):(?P<lineno>\d+)\](?: (?P<msg>.*))?$"
 )
+# The common case in one match: at most one process prefix, then the plain vLLM header.
+_PROC_VLLM = regex.compile(r"(?:" + _PROC.pattern + r")?" + _VLLM.pattern)
 # VLLM_LOGGING_PREFIX is printed verbatim before the level: tried only when the plain header fails.
 _VLLM_PREFIXED = regex.compile(r"(?P<prefix>.{1,64}?)" + _VLLM.pattern)
 _ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
@@ -86,6 +88,9 @@ def split_envelope(text: str) -> Envelope:
         if env is not None:
             return env
 
+    m = _PROC_VLLM.match(rest)
+    if m:
+        return _vllm_envelope(m, m["name"], int(m["pid"]) if m["pid"] else None, None)
     m = _DYNAMO.match(rest)
     if m:
         return Envelope("dynamo", _strip_ray(m["msg"] or ""), normalise_level(m["level"]),
@@ -106,9 +111,7 @@ def split_envelope(text: str) -> Envelope:
 
     m = _VLLM.match(rest) or (_VLLM_PREFIXED.match(rest) if " [" in rest or "] " in rest else None)
     if m:
-        clock = m["hms"] + ("." + m["frac"] if m["frac"] else "")
-        return Envelope("vllm", _strip_ray(m["msg"] or ""), normalise_level(m["level"]), proc, pid,
-                        month_day=m["md"], clock=clock, iso=iso, target=m["file"])
+        return _vllm_envelope(m, proc, pid, iso)
     m = _DYNAMO.match(rest)
     if m:
         return Envelope("dynamo", _strip_ray(m["msg"] or ""), normalise_level(m["level"]), proc, pid,
@@ -121,6 +124,12 @@ def split_envelope(text: str) -> Envelope:
     if m:
         return Envelope("uvicorn", m["msg"], normalise_level(m["level"]), proc, pid, iso=iso)
     return Envelope("bare", _strip_ray(rest), None, proc, pid, iso=iso)
+
+
+def _vllm_envelope(m: regex.Match, proc: str | None, pid: int | None, iso: str | None) -> Envelope:
+    clock = m["hms"] + ("." + m["frac"] if m["frac"] else "")
+    return Envelope("vllm", _strip_ray(m["msg"] or ""), normalise_level(m["level"]), proc, pid,
+                    month_day=m["md"], clock=clock, iso=iso, target=m["file"])
 
 
 def _strip_ray(msg: str) -> str:
