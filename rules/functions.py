@@ -1,0 +1,287 @@
+"""The whitelist of functions a rule may call: signatures (checked at load) and code.
+
+Parameter kinds:
+  series  a per-stats-line expression (fields allowed) - the rows of the window
+  cond    a per-stats-line boolean expression
+  window  a duration (``60s``), a sample count (``6 samples``), or a computed number of
+          seconds (``3 * interval()``); a bare number is rejected (seconds or samples?)
+  num     a number (elementwise functions accept per-line numbers too)
+  any     any value
+  fact / role / kind / prob   a literal: fact name, role (or "*"), event kind, 0..1
+  peer_num / peer_bool        an expression evaluated for each endpoint of a role
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from . import reduce as R
+from .context import Ctx
+from .layout import MISSING
+from .nodes import ANY, BOOL, DUR, NUM, STR, Call, Lit, Node, Samples, ev
+from .values import NAN, broadcast, to_num
+
+ALL_SCOPES = frozenset({"engine", "endpoint", "deployment"})
+ENDPOINT_SCOPES = frozenset({"engine", "endpoint"})
+
+
+@dataclass(frozen=True)
+class Fn:
+    name: str
+    params: tuple[str, ...]
+    returns: str
+    kind: str  # "window" (reads a window of rows), "inst", "elem" (elementwise), "peer"
+    scopes: frozenset[str]
+    impl: Callable[[Ctx, Call], Any]
+    optional: int = 0  # trailing optional parameters
+    doc: str = ""
+
+
+# -- windows ---------------------------------------------------------------------------
+def select_window(ctx: Ctx, node: Node) -> R.RowSel:
+    if isinstance(node, Lit):
+        us = round(float(node.value) * 1e6)  # checked at load: 0 < seconds <= 1e9
+        return ctx.select(us, ("s", us))
+    if isinstance(node, Samples):
+        return ctx.select(ctx.interval_us() * node.count, ("n", node.count))
+    seconds = np.asarray(to_num(ev(node, ctx)), dtype=np.float64)
+    return ctx.select(seconds * 1e6, node.key)
+
+
+def _series(ctx: Ctx, node: Node, sel: R.RowSel) -> np.ndarray:
+    v = to_num(ev(node, ctx.rows(sel)))
+    if not isinstance(v, np.ndarray) or v.shape != (sel.total,):
+        v = np.full(sel.total, float(v))
+    return v
+
+
+def _reducer(fn: Callable[[R.RowSel, np.ndarray], np.ndarray]) -> Callable[[Ctx, Call], Any]:
+    def impl(ctx: Ctx, node: Call) -> np.ndarray:
+        sel = select_window(ctx, node.args[-1])
+        return fn(sel, _series(ctx, node.args[0], sel))
+    return impl
+
+
+def _quantile_at(q: float | None) -> Callable[[Ctx, Call], Any]:
+    def impl(ctx: Ctx, node: Call) -> np.ndarray:
+        sel = select_window(ctx, node.args[-1])
+        qq = float(node.args[1].value) if q is None else q  # type: ignore[attr-defined]
+        return R.quantile(sel, _series(ctx, node.args[0], sel), qq)
+    return impl
+
+
+def _last(ctx: Ctx, node: Call) -> np.ndarray:
+    # Without a window: the latest line of the last 3 intervals (older data is stale).
+    if len(node.args) > 1:
+        sel = select_window(ctx, node.args[1])
+    else:
+        sel = ctx.select(ctx.interval_us() * 3, ("n", 3))
+    return R.last(sel, _series(ctx, node.args[0], sel))
+
+
+def _fraction(ctx: Ctx, node: Call) -> np.ndarray:
+    sel = select_window(ctx, node.args[1])
+    return R.fraction(sel, _series(ctx, node.args[0], sel))
+
+
+def _samples(ctx: Ctx, node: Call) -> np.ndarray:
+    return select_window(ctx, node.args[0]).cnt.astype(np.float64)
+
+
+def _since_first(ctx: Ctx, node: Call) -> np.ndarray:
+    start, end = ctx.extent()
+    has = end > start
+    out = np.full(ctx.n, NAN)
+    out[has] = (ctx.now - ctx.lay.ts[start[has]]) / 1e6
+    return out
+
+
+def _since_last(ctx: Ctx, node: Call) -> np.ndarray:
+    start, end = ctx.extent()
+    has = end > start
+    out = np.full(ctx.n, NAN)
+    out[has] = (ctx.now - ctx.lay.ts[end[has] - 1]) / 1e6
+    return out
+
+
+def _count_events(ctx: Ctx, node: Call) -> np.ndarray:
+    lay = ctx.lay
+    idx = lay.event_index(node.args[0].value)  # type: ignore[attr-defined]
+    inst = np.arange(ctx.n, dtype=np.int64) * lay.span
+    hi = min(max(ctx.now, -1), lay.span - 1)
+    end = np.searchsorted(idx.keys, inst + hi, side="right")
+    if len(node.args) > 1:
+        sel_w = node.args[1]
+        if isinstance(sel_w, Lit):
+            width = np.float64(round(float(sel_w.value) * 1e6))
+        elif isinstance(sel_w, Samples):
+            width = ctx.interval_us() * sel_w.count
+        else:
+            width = np.nan_to_num(np.asarray(to_num(ev(sel_w, ctx)), dtype=np.float64) * 1e6)
+        lo = np.clip(ctx.now - width, -1, lay.span - 1).astype(np.int64)
+        start = np.searchsorted(idx.keys, inst + lo, side="right")
+        return (end - start).astype(np.float64)
+    # No window: everything so far, and events whose time the log did not say.
+    start = np.searchsorted(idx.keys, inst - 1, side="right")
+    return (end - start + idx.undated).astype(np.float64)
+
+
+# -- facts and scope -------------------------------------------------------------------
+def _fact(ctx: Ctx, node: Call) -> np.ndarray:
+    return ctx.fact(node.args[0].value)  # type: ignore[attr-defined]
+
+
+def _has_fact(ctx: Ctx, node: Call) -> np.ndarray:
+    return ctx.has_fact(node.args[0].value)  # type: ignore[attr-defined]
+
+
+def _max_capture_size(ctx: Ctx, node: Call) -> np.ndarray:
+    # Logged size wins; None = CUDA graphs off (0: every batch runs without a graph);
+    # not logged = vLLM's default min(2 * max_num_seqs, 512).
+    raw = ctx.raw_fact("max_capture_size")
+    seqs = ctx.fact("max_num_seqs")
+    seqs = to_num(seqs)
+    out = np.empty(ctx.n)
+    for i, v in enumerate(raw):
+        if v is MISSING:
+            out[i] = min(2 * seqs[i], 512.0) if seqs[i] == seqs[i] else NAN
+        elif v is None:
+            out[i] = 0.0
+        else:
+            out[i] = to_num(v)
+    return out
+
+
+def _interval(ctx: Ctx, node: Call) -> np.ndarray:
+    return ctx.interval_us() / 1e6
+
+
+def _role(ctx: Ctx, node: Call) -> np.ndarray:
+    eps = ctx.lay.view.endpoints
+    return ctx.strings([eps[e].role for e in ctx.lay.ep])
+
+
+def _endpoint(ctx: Ctx, node: Call) -> np.ndarray:
+    eps = ctx.lay.view.endpoints
+    return ctx.strings([eps[e].name for e in ctx.lay.ep])
+
+
+def _engines(ctx: Ctx, node: Call) -> np.ndarray:
+    elay = ctx.ev.layouts.engine
+    per_ep = np.bincount(elay.ep, minlength=len(ctx.lay.view.endpoints)).astype(np.float64)
+    return per_ep[ctx.lay.ep]
+
+
+def _engine(ctx: Ctx, node: Call) -> np.ndarray:
+    return ctx.lay.engine.copy()
+
+
+# -- elementwise -----------------------------------------------------------------------
+def _abs(ctx: Ctx, node: Call) -> Any:
+    return np.abs(to_num(ev(node.args[0], ctx)))
+
+
+def _least(ctx: Ctx, node: Call) -> Any:
+    return np.minimum(to_num(ev(node.args[0], ctx)), to_num(ev(node.args[1], ctx)))
+
+
+def _greatest(ctx: Ctx, node: Call) -> Any:
+    return np.maximum(to_num(ev(node.args[0], ctx)), to_num(ev(node.args[1], ctx)))
+
+
+def _coalesce(ctx: Ctx, node: Call) -> Any:
+    a, b = ev(node.args[0], ctx), ev(node.args[1], ctx)
+    n = ctx.sel.total if ctx.sel is not None else ctx.n
+    if (isinstance(a, np.ndarray) and a.dtype == object) or isinstance(a, str) or isinstance(b, str):
+        a, b = broadcast(a, n), broadcast(b, n)
+        out = np.empty(n, dtype=object)
+        out[:] = [y if (x is None or x != x) else x for x, y in zip(a, b)]
+        return out
+    a, b = to_num(a), to_num(b)
+    return np.where(np.isnan(a), b, a)
+
+
+# -- other endpoints -------------------------------------------------------------------
+def _peer(how: str) -> Callable[[Ctx, Call], Any]:
+    def impl(ctx: Ctx, node: Call) -> np.ndarray:
+        role = node.args[0].value  # type: ignore[attr-defined]
+        eps = ctx.lay.view.endpoints
+        mask = np.array([role == "*" or e.role == role for e in eps], dtype=bool)
+        if how == "count":
+            return np.full(ctx.n, float(mask.sum()))
+        ectx = ctx.ev.ctx("endpoint")
+        vals = broadcast(to_num(ev(node.args[1], ectx)), ectx.n)[mask]
+        return np.full(ctx.n, _peer_reduce(how, vals))
+    return impl
+
+
+def _peer_reduce(how: str, v: np.ndarray) -> float:
+    known = v[~np.isnan(v)]
+    if how in ("any", "all"):
+        if how == "any":
+            return 1.0 if (known == 1).any() else (NAN if len(known) < len(v) else 0.0)
+        if (known == 0).any():
+            return 0.0
+        return NAN if len(known) < len(v) or not len(v) else 1.0
+    if not len(known):
+        return NAN
+    return float({"min": np.min, "max": np.max, "avg": np.mean, "sum": np.sum}[how](known))
+
+
+def _fn(name, params, returns, kind, impl, scopes=ENDPOINT_SCOPES, optional=0, doc=""):
+    return Fn(name, tuple(params), returns, kind, scopes, impl, optional, doc)
+
+
+_W = ("series", "window")
+FUNCTIONS: dict[str, Fn] = {f.name: f for f in [
+    _fn("avg", _W, NUM, "window", _reducer(R.mean), doc="mean over the window"),
+    _fn("min", _W, NUM, "window", _reducer(R.minimum), doc="smallest value"),
+    _fn("max", _W, NUM, "window", _reducer(R.maximum), doc="largest value"),
+    _fn("sum", _W, NUM, "window", _reducer(R.total), doc="sum (a condition counts lines)"),
+    _fn("stddev", _W, NUM, "window", _reducer(R.stddev), doc="population standard deviation"),
+    _fn("first", _W, NUM, "window", _reducer(R.first), doc="oldest line's value"),
+    _fn("last", _W, NUM, "window", _last, optional=1, doc="newest line's value (default window: 3 samples)"),
+    _fn("delta", _W, NUM, "window", _reducer(lambda s, v: R.last(s, v) - R.first(s, v)),
+        doc="newest minus oldest"),
+    _fn("slope", _W, NUM, "window", _reducer(R.slope), doc="least-squares change per second"),
+    _fn("quantile", ("series", "prob", "window"), NUM, "window", _quantile_at(None), doc="q-quantile"),
+    _fn("p50", _W, NUM, "window", _quantile_at(0.5), doc="median"),
+    _fn("p90", _W, NUM, "window", _quantile_at(0.9), doc="90th percentile"),
+    _fn("p99", _W, NUM, "window", _quantile_at(0.99), doc="99th percentile"),
+    _fn("fraction", ("cond", "window"), NUM, "window", _fraction,
+        doc="share of lines (0..1) where the condition holds"),
+    _fn("samples", ("window",), NUM, "window", _samples, doc="stats lines in the window"),
+    _fn("count_events", ("kind", "window"), NUM, "window", _count_events, scopes=ALL_SCOPES,
+        optional=1, doc="events of a kind in the window (no window: so far)"),
+    _fn("since_first", (), NUM, "inst", _since_first, doc="seconds since the first stats line"),
+    _fn("since_last", (), NUM, "inst", _since_last, doc="seconds since the latest stats line"),
+    _fn("fact", ("fact",), ANY, "inst", _fact, scopes=ALL_SCOPES, doc="a start-up fact"),
+    _fn("has_fact", ("fact",), BOOL, "inst", _has_fact, scopes=ALL_SCOPES, doc="is the fact known"),
+    _fn("max_capture_size", (), NUM, "inst", _max_capture_size,
+        doc="largest CUDA-graph batch (default min(2*max_num_seqs, 512); 0 = no graphs)"),
+    _fn("interval", (), NUM, "inst", _interval, scopes=ALL_SCOPES, doc="stats interval, seconds"),
+    _fn("role", (), STR, "inst", _role, doc="the endpoint's role"),
+    _fn("endpoint", (), STR, "inst", _endpoint, doc="the endpoint's name"),
+    _fn("engines", (), NUM, "inst", _engines, doc="number of engines (DP ranks)"),
+    _fn("engine", (), NUM, "inst", _engine, scopes=frozenset({"engine"}), doc="this engine's DP rank"),
+    _fn("abs", ("num",), NUM, "elem", _abs, scopes=ALL_SCOPES, doc="absolute value"),
+    _fn("least", ("num", "num"), NUM, "elem", _least, scopes=ALL_SCOPES, doc="smaller of two"),
+    _fn("greatest", ("num", "num"), NUM, "elem", _greatest, scopes=ALL_SCOPES, doc="larger of two"),
+    _fn("coalesce", ("any", "any"), ANY, "elem", _coalesce, scopes=ALL_SCOPES,
+        doc="first value unless unknown, else the second"),
+    _fn("peer_any", ("role", "peer_bool"), BOOL, "peer", _peer("any"), scopes=ALL_SCOPES,
+        doc="true if it holds on some endpoint of the role"),
+    _fn("peer_all", ("role", "peer_bool"), BOOL, "peer", _peer("all"), scopes=ALL_SCOPES,
+        doc="true if it holds on every endpoint of the role (none: unknown)"),
+    _fn("peer_min", ("role", "peer_num"), NUM, "peer", _peer("min"), scopes=ALL_SCOPES, doc="smallest"),
+    _fn("peer_max", ("role", "peer_num"), NUM, "peer", _peer("max"), scopes=ALL_SCOPES, doc="largest"),
+    _fn("peer_avg", ("role", "peer_num"), NUM, "peer", _peer("avg"), scopes=ALL_SCOPES, doc="mean"),
+    _fn("peer_sum", ("role", "peer_num"), NUM, "peer", _peer("sum"), scopes=ALL_SCOPES, doc="sum"),
+    _fn("peer_count", ("role",), NUM, "peer", _peer("count"), scopes=ALL_SCOPES,
+        doc="number of endpoints of the role"),
+]}
+
+assert all(t in (NUM, BOOL, STR, DUR, ANY) for t in (f.returns for f in FUNCTIONS.values()))

@@ -1,0 +1,97 @@
+"""What the rule engine reads: one immutable view of the deployment per evaluation.
+
+The store (``pdwatch``) builds these; ``rules`` never imports it. The names below are
+the whole contract: a rule may only use the stats fields, facts, event kinds and roles
+listed here, so a typo in a rule file is an error at load time, not a silent never-fire.
+Adding a fact or an event kind is a one-line change here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import pandas as pd
+
+ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
+
+# Per-stats-line series (float64, NaN = not printed). ``ts``, ``engine``, ``source`` and
+# ``line_no`` are also columns but are not values a rule computes with.
+STATS_FIELDS = (
+    "prompt_tps",
+    "gen_tps",
+    "running",
+    "waiting",
+    "kv_usage_pct",
+    "preemptions",
+    "deferred",
+    "prefix_hit_pct",
+    "external_prefix_hit_pct",
+)
+
+# Start-up facts of an endpoint; a missing key means "unknown".
+ENDPOINT_FACTS: dict[str, str] = {
+    "max_num_seqs": "--max-num-seqs (per engine)",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "max_capture_size": "largest CUDA-graph capture size; None = no CUDA graphs",
+    "capture_sizes": "list of CUDA-graph capture sizes",
+    "num_speculative_tokens": "speculative tokens per step, 0 if none",
+    "stats_interval_s": "median spacing of an engine's stats lines, seconds",
+    "kv_capacity_tokens": "KV-cache size in tokens",
+    "max_concurrency": "vLLM's 'Maximum concurrency for N tokens per request'",
+    "max_concurrency_tokens": "the N of that line",
+    "api_server_count": "--api-server-count",
+    "kv_role": "kv_producer | kv_consumer | kv_both",
+    "block_size": "KV block size, tokens",
+    "async_scheduling": "--async-scheduling (bool)",
+    "enable_prefix_caching": "prefix caching on (bool)",
+    "hybrid": "hybrid (Mamba/GDN + attention) model (bool)",
+    "ssm_conv_layout": "VLLM_SSM_CONV_STATE_LAYOUT, e.g. DS or SD",
+    "tensor_parallel_size": "TP size",
+    "data_parallel_size": "DP size",
+    "stats_disabled": "vLLM said it will not log stats (bool)",
+}
+
+# Deployment-level facts (``DeploymentView.facts``).
+DEPLOYMENT_FACTS: dict[str, str] = {
+    "concurrency": "requests in flight from the benchmark client",
+    "isl": "input sequence length of the workload, tokens",
+    "osl": "output sequence length of the workload, tokens",
+}
+
+# Kinds of non-stats events (the parser's kinds, minus ``stats``).
+EVENT_KINDS = (
+    "prefix_cache", "spec_decode", "kv_transfer", "version", "args", "engine_config",
+    "model_loading", "kv_memory", "memory_profile", "kv_cache_size", "max_concurrency",
+    "cache_config", "cudagraph_capture", "cudagraph_memory", "init_time", "compile_time",
+    "role_hint", "block_size", "ssm_dtype", "ssm_conv_layout", "preemption", "stats_disabled",
+    "nixl_failure", "kv_expired", "kv_load_failure", "kv_cache_error", "oom", "engine_dead",
+    "traceback", "shutdown", "http_access", "worker_selected", "model_registered",
+    "request_completed",
+)
+
+DEFAULT_STATS_INTERVAL_S = 10.0  # vLLM's VLLM_LOG_STATS_INTERVAL default
+
+
+@dataclass(frozen=True)
+class EndpointView:
+    """One vLLM server: its role, engines (DP ranks), facts, stats rows and events.
+
+    ``stats`` columns: ts (datetime64 UTC), engine (int64), the ``STATS_FIELDS`` (float64),
+    source (str), line_no (int64); sorted by ts. ``events`` columns: ts (may be NaT),
+    engine (nullable Int64), kind, source, line_no, text, reason.
+    """
+
+    name: str
+    role: str
+    engines: tuple[int, ...]
+    gpus: int | None
+    facts: Mapping[str, Any]
+    stats: pd.DataFrame
+    events: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class DeploymentView:
+    endpoints: tuple[EndpointView, ...]
+    facts: Mapping[str, Any]

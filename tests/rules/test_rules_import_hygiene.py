@@ -1,0 +1,28 @@
+"""rules/ is pure: it imports neither pdwatch, parsers nor textual."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_rules_imports_no_app_code():
+    code = ("import sys, rules, rules.casefile, rules.engine; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pdwatch', 'parsers', 'textual', 'rich')); "
+            "print(bad); assert rules.__file__.startswith(sys.argv[1]), rules.__file__")
+    out = subprocess.run([sys.executable, "-c", code, str(REPO / "rules")], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_no_eval_in_rules():
+    # Rule text reaches only our own parser: no Python or pandas evaluators, no unsafe YAML.
+    banned = re.compile(r"(?<![\w.])(eval|exec|compile|__import__)\(|\.(query|eval)\(|yaml\.(load|unsafe_load)\(")
+    for path in (REPO / "rules").glob("*.py"):
+        hits = [ln for ln in path.read_text().splitlines() if banned.search(ln)]
+        assert not hits, (path.name, hits)
