@@ -29,7 +29,8 @@ _KV_ROLE = {"kv_producer": "prefill", "kv_consumer": "decode"}
 
 @dataclass(frozen=True)
 class EndpointSpec:
-    """One endpoint declared by the user (topology file or CLI globs)."""
+    """One endpoint declared by the user (topology file), or with an empty name a role for
+    every matching file (``--prefill GLOB``), each file keeping the endpoint its name gives."""
 
     name: str
     role: str
@@ -45,7 +46,7 @@ class EndpointSpec:
 class Endpoint:
     name: str
     role: str = "unknown"
-    role_from: str = "unknown"  # topology | file name | kv_role | dynamo | unknown
+    role_from: str = "unknown"  # topology | flag | file name | kv_role | dynamo | unknown
     sources: list[str] = field(default_factory=list)
     engines: set[int] = field(default_factory=set)
     facts: dict[str, Any] = field(default_factory=dict)
@@ -88,15 +89,20 @@ class DeploymentModel:
         self.endpoints: dict[str, Endpoint] = {}
         self._by_source: dict[str, Endpoint] = {}
         for spec in self._specs:
-            self.endpoints[spec.name] = Endpoint(spec.name, spec.role, "topology", declared_gpus=spec.gpus)
+            if spec.name:
+                self.endpoints[spec.name] = Endpoint(spec.name, spec.role, "topology", declared_gpus=spec.gpus)
 
     def endpoint_of(self, source: str) -> Endpoint:
         endpoint = self._by_source.get(source)
         if endpoint is not None:
             return endpoint
         spec = next((s for s in self._specs if s.matches(source)), None)
-        if spec is not None:
+        if spec is not None and spec.name:
             endpoint = self.endpoints[spec.name]
+        elif spec is not None:
+            name, _ = name_from_file(source)
+            endpoint = self.endpoints.setdefault(name, Endpoint(name))
+            endpoint.role, endpoint.role_from = spec.role, "flag"
         else:
             name, role = name_from_file(source)
             endpoint = self.endpoints.setdefault(name, Endpoint(name))

@@ -19,7 +19,7 @@ from pdwatch import facts as facts_mod
 from pdwatch.deployment import DeploymentModel, Endpoint
 from rules.model import STATS_FIELDS, DeploymentView, EndpointView
 
-_STATS_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no")
+_STATS_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text")
 _EVENT_COLUMNS = ("ts", "engine", "kind", "source", "line_no", "text", "reason")
 # Problems and facts rules may quote; the chatty kinds (access lines, router choices) stay out.
 _KEPT_EVENT_KINDS = {
@@ -65,7 +65,7 @@ class Store:
                 v = event.values
                 series.stats_rows.append((
                     event.ts, 0 if event.engine is None else event.engine,  # no DP: one engine
-                    *(_float(v.get(f)) for f in STATS_FIELDS), event.source, event.line_no))
+                    *(_float(v.get(f)) for f in STATS_FIELDS), event.source, event.line_no, event.text))
             elif event.kind in _KEPT_EVENT_KINDS:
                 series.event_rows.append((event.ts, event.engine, event.kind, event.source, event.line_no,
                                           event.text, event.values.get("reason")))

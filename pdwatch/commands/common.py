@@ -26,3 +26,35 @@ def time_zone(args: argparse.Namespace) -> tzinfo:
 def check_year(args: argparse.Namespace) -> None:
     if args.year is not None and not 1970 <= args.year <= 9999:
         raise UsageError(f"--year {args.year}: expected a four-digit year")
+
+
+def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--topology-file", metavar="FILE",
+                        help="YAML naming each endpoint: name, role, globs, gpus (beats what pdwatch infers)")
+    parser.add_argument("--prefill", action="append", metavar="GLOB", help="files matching GLOB are prefill workers")
+    parser.add_argument("--decode", action="append", metavar="GLOB", help="files matching GLOB are decode workers")
+
+
+def deployment_specs(args: argparse.Namespace) -> list:
+    from pdwatch.topology_file import load_topology, role_globs
+    specs = load_topology(args.topology_file) if args.topology_file else []
+    return specs + role_globs(args.prefill, args.decode)
+
+
+def add_rules_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rules", action="append", metavar="FILE",
+                        help="a rules file (YAML) extending or overriding the built-in rules; may repeat")
+
+
+def load_rule_set(args: argparse.Namespace) -> list:
+    from rules import RuleFileError, load_rules
+    for path in args.rules or []:
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read the rules file: {exc.strerror or exc}") from None
+    try:
+        return load_rules(args.rules)
+    except RuleFileError as exc:
+        raise UsageError(str(exc)) from None

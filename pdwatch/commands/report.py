@@ -1,0 +1,65 @@
+"""``pdwatch report``: the post-mortem diagnosis of finished logs (Markdown, HTML or JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pdwatch.analysis import analyse
+from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_time_arguments, \
+    check_year, deployment_specs, load_rule_set, time_zone
+from pdwatch.report import data, json_writer, markdown
+from pdwatch.report.output import write_atomically
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "report", help="diagnose finished logs: bottlenecks with evidence and fixes (md, html, json)",
+        description="Read the logs of a run, find what limited it (rules) and write a report: deployment, "
+                    "headline TPS/GPU over the steady state, per-endpoint summary, findings with evidence "
+                    "and the fix, capacity. PATH is a file, a glob, a directory or - for stdin.")
+    parser.add_argument("paths", nargs="+", metavar="PATH")
+    parser.add_argument("--format", choices=["md", "html", "json"], default="md", help="report format (default md)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    parser.add_argument("--fail-on", choices=["warning", "critical"],
+                        help="exit 1 when a finding of this severity or worse exists")
+    add_deployment_arguments(parser)
+    add_rules_argument(parser)
+    add_time_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    check_year(args)
+    tz = time_zone(args)
+    specs = deployment_specs(args)
+    rules = load_rule_set(args)
+    analysis = analyse(args.paths, specs=specs, rules=rules, year=args.year, tz=tz)
+    for notice in analysis.notices:
+        if notice.kind != "opened":
+            print(f"pdwatch: {notice.message}", file=sys.stderr)
+    report = data.build(analysis)
+    text = render(report, args.format)
+    if args.output:
+        inputs = analysis.paths + [s for ep in analysis.store.endpoints() for s in ep.sources]
+        write_atomically(args.output, text, inputs)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    if analysis.failed_sources:
+        return 2
+    if args.fail_on and any(SEVERITY_RANK.get(f["severity"], 0) >= SEVERITY_RANK[args.fail_on]
+                            for f in report["findings"]):
+        return 1
+    return 0
+
+
+def render(report: dict, fmt: str) -> str:
+    if fmt == "json":
+        return json_writer.render(report)
+    if fmt == "html":
+        from pdwatch.report import html  # imported only when asked for
+        return html.render(report)
+    return markdown.render(report)

@@ -1,0 +1,167 @@
+"""The report as plain data: the JSON contract, and what the Markdown and HTML writers render.
+
+Keys documented in the README ("Report JSON") are a contract: never rename them.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pdwatch import __version__
+from pdwatch.analysis import Analysis
+from pdwatch.store import Store
+from rules import Finding
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+SUMMARY_FIELDS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct")
+KEY_ARGS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "data_parallel_size",
+            "tensor_parallel_size", "api_server_count", "kv_role", "kv_connector", "max_capture_size",
+            "num_speculative_tokens", "block_size", "async_scheduling", "enable_prefix_caching", "max_model_len")
+CAPACITY_FACTS = ("weights_gib", "kv_memory_gib", "kv_capacity_tokens", "max_concurrency", "max_concurrency_tokens",
+                  "max_num_seqs", "block_size", "max_capture_size", "hybrid", "ssm_dtype")
+_CHART_POINTS = 600
+
+
+def build(analysis: Analysis) -> dict[str, Any]:
+    store = analysis.store
+    return {
+        "pdwatch_version": __version__,
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "sources": analysis.paths,
+        "deployment": _deployment(store),
+        "summary": _summary(analysis),
+        "endpoints": [_endpoint_summary(store, ep.name, analysis) for ep in store.endpoints()],
+        "findings": [_finding(store, f) for f in sort_findings(analysis.findings)],
+        "capacity": _capacity(store),
+        "series": _series(store),
+        "notices": [n.message for n in analysis.notices if n.kind not in {"opened"}],
+        "rules": sorted(r.finding for r in analysis.rules),
+    }
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), _ts_key(f.start), f.rule,
+                                           f.endpoint or ""))
+
+
+def _deployment(store: Store) -> dict[str, Any]:
+    endpoints = []
+    for ep in store.endpoints():
+        facts = ep.facts
+        endpoints.append({
+            "name": ep.name, "role": ep.role, "role_from": ep.role_from, "engines": sorted(ep.engines),
+            "gpus": ep.gpus, "gpus_inferred": ep.gpus_inferred, "sources": list(ep.sources),
+            "version": facts.get("version"), "model": facts.get("model"),
+            "key_args": {k: facts[k] for k in KEY_ARGS if k in facts},
+        })
+    gpus = [e["gpus"] for e in endpoints if e["role"] != "frontend"]
+    return {"endpoints": endpoints, "total_gpus": sum(gpus) if gpus and all(gpus) else None}
+
+
+def _summary(analysis: Analysis) -> dict[str, Any]:
+    h = analysis.headline
+    return {
+        "total_tps": _num(h.total_tps), "tps_per_gpu": _num(h.tps_per_gpu),
+        "prompt_tps": _num(h.prompt_tps), "gen_tps": _num(h.gen_tps),
+        "window": {"start": _iso(h.start), "end": _iso(h.end)},
+        "gpus": h.gpus, "gpus_inferred": h.gpus_inferred,
+        "per_role": {role: {k: _num(v) for k, v in vals.items()} for role, vals in h.per_role.items()},
+        "note": h.note,
+        "run": {"start": _iso(analysis.clock[0]), "end": _iso(analysis.clock[1])} if analysis.clock else None,
+    }
+
+
+def _endpoint_summary(store: Store, name: str, analysis: Analysis) -> dict[str, Any]:
+    stats = store.stats(name)
+    h = analysis.headline
+    if h.start is not None and not stats.empty:
+        window = stats[(stats["ts"] >= h.start) & (stats["ts"] <= h.end)]
+        stats = window if not window.empty else stats
+    out: dict[str, Any] = {"name": name, "stats_lines": int(len(store.stats(name))),
+                           "last_seen": _iso(store.last_seen(name))}
+    for field in SUMMARY_FIELDS:
+        values = stats[field].dropna() if not stats.empty else pd.Series(dtype="float64")
+        out[field] = ({"p50": _num(float(np.percentile(values, 50))), "p95": _num(float(np.percentile(values, 95)))}
+                      if len(values) else {"p50": None, "p95": None})
+    return out
+
+
+def _finding(store: Store, finding: Finding) -> dict[str, Any]:
+    return {
+        "rule": finding.rule, "severity": finding.severity, "endpoint": finding.endpoint,
+        "engines": list(finding.engines), "start": _iso(finding.start), "end": _iso(finding.end),
+        "summary": finding.summary, "explanation": finding.explanation,
+        "evidence": [_evidence(store, e) for e in finding.evidence],
+        "recommendation": finding.recommendation,
+    }
+
+
+def _evidence(store: Store, quote: dict[str, Any]) -> dict[str, Any]:
+    text = quote.get("text") or ""
+    if quote.get("kind") == "stats":
+        text = _original_line(store, quote["source"], quote["line_no"]) or text
+    return {"source": quote.get("source"), "line_no": quote.get("line_no"), "text": text}
+
+
+def _original_line(store: Store, source: str, line_no: int) -> str | None:
+    for ep in store.endpoints():
+        if source in ep.sources:
+            stats = store.stats(ep.name)
+            hit = stats[(stats["source"] == source) & (stats["line_no"] == line_no)]
+            if not hit.empty and "text" in hit:
+                return str(hit["text"].iloc[0])
+    return None
+
+
+def _capacity(store: Store) -> list[dict[str, Any]]:
+    rows = []
+    for ep in store.endpoints():
+        facts = {k: ep.facts[k] for k in CAPACITY_FACTS if k in ep.facts}
+        if facts:
+            rows.append({"endpoint": ep.name, "role": ep.role, "engines": sorted(ep.engines), **facts})
+    return rows
+
+
+def _series(store: Store) -> dict[str, dict[str, list]]:
+    """Per endpoint, engines summed per timestamp, thinned to at most ~600 points for charts."""
+    out = {}
+    for ep in store.endpoints():
+        stats = store.stats(ep.name)
+        if stats.empty:
+            continue
+        per_ts = stats.groupby("ts").agg(prompt_tps=("prompt_tps", "sum"), gen_tps=("gen_tps", "sum"),
+                                         running=("running", "sum"), waiting=("waiting", "sum"),
+                                         kv_usage_pct=("kv_usage_pct", "mean"))
+        step = max(1, math.ceil(len(per_ts) / _CHART_POINTS))
+        per_ts = per_ts.iloc[::step]
+        out[ep.name] = {"ts": [_iso(t) for t in per_ts.index],
+                        **{c: [_num(v) for v in per_ts[c].tolist()] for c in per_ts.columns}}
+    return out
+
+
+def _iso(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def _ts_key(value: Any) -> float:
+    if value is None:
+        return float("inf")
+    return pd.Timestamp(value).timestamp()
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return round(value, 3) if math.isfinite(value) else None

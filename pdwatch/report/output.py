@@ -1,0 +1,36 @@
+"""Write a report file safely: atomically (temp file + rename), never over an input."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from pdwatch.errors import UsageError
+
+
+def write_atomically(path: str, text: str, inputs: list[str]) -> None:
+    target = Path(path)
+    resolved = target.resolve()
+    for source in inputs:
+        if source != "-" and os.path.exists(source) and Path(source).resolve() == resolved:
+            raise UsageError(f"{path}: is one of the input files; refusing to overwrite it")
+    if target.is_dir():
+        raise UsageError(f"{path}: is a directory")
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write there: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise UsageError(f"{path}: could not write the report: {exc.strerror or exc}") from None
