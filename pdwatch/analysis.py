@@ -66,7 +66,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     if clock is not None:
         view = store.view()
         for now in evaluation_times(store, *clock):
-            engine.evaluate(view, now.to_pydatetime())
+            engine.evaluate(view, now.floor("us").to_pydatetime())
     return Analysis(list(paths), store, result, engine.findings(), rules, notices,
                     sources.metrics_files, clock)
 

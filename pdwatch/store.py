@@ -56,7 +56,9 @@ class Store:
     def add(self, events: Iterable[Event]) -> None:
         for event in events:
             endpoint = self.model.observe(event)
-            series = self._series.setdefault(endpoint.name, _Series())
+            series = self._series.get(endpoint.name)
+            if series is None:  # not setdefault: building a _Series makes two DataFrames
+                series = self._series[endpoint.name] = _Series()
             self.raw_counts[event.kind] = self.raw_counts.get(event.kind, 0) + 1
             facts_mod.learn(endpoint.facts, event)
             if event.ts is not None:

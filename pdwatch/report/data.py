@@ -84,11 +84,26 @@ def _endpoint_summary(store: Store, name: str, analysis: Analysis) -> dict[str, 
         stats = window if not window.empty else stats
     out: dict[str, Any] = {"name": name, "stats_lines": int(len(store.stats(name))),
                            "last_seen": _iso(store.last_seen(name))}
+    interval = store.model.endpoints[name].facts.get("stats_interval_s") if name in store.model.endpoints else None
+    totals = endpoint_totals(stats, interval) if not stats.empty else None
     for field in SUMMARY_FIELDS:
-        values = stats[field].dropna() if not stats.empty else pd.Series(dtype="float64")
+        values = totals[field].dropna() if totals is not None else pd.Series(dtype="float64")
         out[field] = ({"p50": _num(float(np.percentile(values, 50))), "p95": _num(float(np.percentile(values, 95)))}
                       if len(values) else {"p50": None, "p95": None})
     return out
+
+
+def endpoint_totals(stats: pd.DataFrame, interval_s: float | None) -> pd.DataFrame:
+    """The endpoint per stats interval: each engine's last line in the bucket, engines summed (KV averaged).
+
+    Engines of one endpoint print their lines in the same burst but not at the same
+    microsecond, so rows are bucketed before they are added up.
+    """
+    freq = f"{max(round(interval_s or 1.0), 1)}s"
+    keyed = stats.assign(bucket=stats["ts"].dt.floor(freq))
+    last = keyed.groupby(["bucket", "engine"])[list(SUMMARY_FIELDS)].last()
+    per_bucket = last.groupby("bucket").agg({f: ("mean" if f == "kv_usage_pct" else "sum") for f in SUMMARY_FIELDS})
+    return per_bucket
 
 
 def _finding(store: Store, finding: Finding) -> dict[str, Any]:
@@ -128,15 +143,13 @@ def _capacity(store: Store) -> list[dict[str, Any]]:
 
 
 def _series(store: Store) -> dict[str, dict[str, list]]:
-    """Per endpoint, engines summed per timestamp, thinned to at most ~600 points for charts."""
+    """Per endpoint, engines summed per stats interval, thinned to at most ~600 points for charts."""
     out = {}
     for ep in store.endpoints():
         stats = store.stats(ep.name)
         if stats.empty:
             continue
-        per_ts = stats.groupby("ts").agg(prompt_tps=("prompt_tps", "sum"), gen_tps=("gen_tps", "sum"),
-                                         running=("running", "sum"), waiting=("waiting", "sum"),
-                                         kv_usage_pct=("kv_usage_pct", "mean"))
+        per_ts = endpoint_totals(stats, ep.facts.get("stats_interval_s"))
         step = max(1, math.ceil(len(per_ts) / _CHART_POINTS))
         per_ts = per_ts.iloc[::step]
         out[ep.name] = {"ts": [_iso(t) for t in per_ts.index],
