@@ -1,0 +1,41 @@
+"""Capacity arithmetic (the Qwen3.8-2.4T article's method): from the model's layer shapes and the
+GPU's memory budget to the KV block size, the KV cache one request needs and the concurrency an
+engine can hold — and the same figures as vLLM prints them, to compare with its start-up lines.
+
+    spec = load_model_config("config.json")
+    result = assess(spec, CapacityInputs(gpu="gb300", isl=8192, osl=1024), facts)
+    result.capacity.request.bytes, result.capacity.engine, result.comparisons
+
+``facts`` is a dict of start-up facts of one vLLM server (see :mod:`pdwatch.capacity.log_facts`);
+the endpoint facts of ``pdwatch.facts.learn`` work as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pdwatch.capacity.compare import Comparison, VllmView, compare, vllm_view
+from pdwatch.capacity.estimate import Capacity, CapacityError, CapacityInputs, estimate
+from pdwatch.capacity.log_facts import facts_by_source
+from pdwatch.capacity.model_config import ConfigError, ModelSpec, load_model_config, model_spec
+
+__all__ = ["Assessment", "Capacity", "CapacityError", "CapacityInputs", "Comparison", "ConfigError", "ModelSpec",
+           "VllmView", "assess", "compare", "estimate", "facts_by_source", "load_model_config", "model_spec",
+           "vllm_view"]
+
+
+@dataclass
+class Assessment:
+    capacity: Capacity
+    vllm: VllmView | None
+    comparisons: list[Comparison]
+    source: str | None = None
+
+
+def assess(model: ModelSpec, inputs: CapacityInputs, facts: Mapping[str, Any] | None = None,
+           source: str | None = None) -> Assessment:
+    """Every step for one vLLM server, and its printed start-up figures next to them."""
+    cap = estimate(model, inputs, facts)
+    view = vllm_view(cap)
+    return Assessment(cap, view, compare(cap, view), source)
