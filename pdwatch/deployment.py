@@ -24,6 +24,7 @@ ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
 _SRT_SLURM = regex.compile(
     r"^(?P<node>.+?)_(?P<role>prefill|decode|agg|frontend)_(?:w)?(?P<index>\d+)\.(?:out|err|log|txt)$")
 _ROLE_WORD = regex.compile(r"(?<![a-z])(prefill|decode)(?![a-z])", regex.I)
+_LOG_SUFFIX = regex.compile(r"\.(?:out|log|err|txt)$")
 _KV_ROLE = {"kv_producer": "prefill", "kv_consumer": "decode"}
 
 
@@ -76,7 +77,7 @@ def name_from_file(source: str) -> tuple[str, str | None]:
     if m:
         role = {"agg": "aggregated"}.get(m["role"], m["role"])
         return (f"{m['role']}_w{m['index']}" if role != "frontend" else f"frontend_{m['index']}"), role
-    stem = base.split(".", 1)[0] if base != "-" else "stdin"
+    stem = _LOG_SUFFIX.sub("", base) if base != "-" else "stdin"
     word = _ROLE_WORD.search(base)
     return stem, (word[1].lower() if word else None)
 
@@ -114,7 +115,7 @@ class DeploymentModel:
 
     def observe(self, event: Event) -> Endpoint:
         endpoint = self.endpoint_of(event.source)
-        if event.kind == "stats" and event.engine is not None:
+        if event.engine is not None and event.kind not in ("spec_decode", "kv_transfer"):
             endpoint.engines.add(event.engine)
         elif event.kind == "args":
             self._learn_args(endpoint, event.values["args"])

@@ -104,7 +104,7 @@ class Store:
         self.flush()
         views = []
         for ep in self.endpoints():
-            engines = tuple(sorted(ep.engines)) or ((0,) if not self.stats(ep.name).empty else ())
+            engines = tuple(sorted(ep.engines)) or (0,)  # a server with no DP rank in sight is one engine
             views.append(EndpointView(ep.name, ep.role, engines, ep.gpus, dict(ep.facts),
                                       self.stats(ep.name), self.events(ep.name)))
         return DeploymentView(tuple(views), dict(self.deployment_facts))

@@ -13,7 +13,7 @@ from pdwatch.deployment import DeploymentModel, EndpointSpec, name_from_file
     ("logs/node07_decode_w0.out", "decode_w0", "decode"),
     ("node07_agg_w1.err", "agg_w1", "aggregated"),
     ("logs/node01_frontend_0.out", "frontend_0", "frontend"),
-    ("s10b_pd_example.prefill.log", "s10b_pd_example", "prefill"),
+    ("s10b_pd_example.prefill.log", "s10b_pd_example.prefill", "prefill"),
     ("my-decode-server.log", "my-decode-server", "decode"),
     ("s2_seqs4.log", "s2_seqs4", None),
     ("predecoder.log", "predecoder", None),

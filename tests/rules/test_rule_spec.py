@@ -48,10 +48,10 @@ def test_all_problems_of_all_files_at_once(tmp_path):
 
 
 def test_builtins_load_and_are_written_in_the_same_grammar():
-    rules = load_rules()
-    assert [r.finding for r in rules] == ["seq_cap_bound"]
+    rules = {r.finding: r for r in load_rules()}
+    assert "seq_cap_bound" in rules
     assert all(p.endswith(".yaml") for p in builtin_paths())
-    r = rules[0]
+    r = rules["seq_cap_bound"]
     assert (r.scope, r.severity, str(r.for_), str(r.keep_firing_for)) == ("engine", "warning", "3 samples", "1 sample")
     assert r.origin.endswith("seq_cap_bound.yaml:5")
     assert r.quoted_fields() == ("running", "waiting", "kv_usage_pct")
@@ -73,12 +73,13 @@ summary: mine
     assert rules["seq_cap_bound"].severity == "critical"  # replaced, not merged
     assert rules["seq_cap_bound"].scope == "endpoint"
     assert rules["seq_cap_bound"].origin == f"{user}:4"
-    assert list(rules) == ["seq_cap_bound", "my_rule"]
+    assert list(rules)[-2:] == ["seq_cap_bound", "my_rule"]  # replaced in place, new ones last
 
     off = tmp_path / "off.yaml"
     off.write_text(rule_yaml("finding: seq_cap_bound\nenabled: false"))
-    assert load_rules([off]) == []
-    assert [r.finding for r in load_rules([user, off])] == ["my_rule"]
+    builtin_ids = [r.finding for r in load_rules()]
+    assert [r.finding for r in load_rules([off])] == [i for i in builtin_ids if i != "seq_cap_bound"]
+    assert [r.finding for r in load_rules([user, off])] == [i for i in builtin_ids if i != "seq_cap_bound"] + ["my_rule"]
     assert [r.enabled for r in load_rule_file(off)] == [False]
     assert load_rules([user], include_builtin=False)[0].finding == "seq_cap_bound"
 
