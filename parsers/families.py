@@ -427,12 +427,16 @@ def parse_model_loading(msg: str) -> Parsed:
 _KV_MEMORY = regex.compile(r"Available KV cache memory: (?P<gib>[\d.]+) GiB$")
 
 
-@family("kv_memory", ["Available KV cache memory: "], [
+_KV_MEMORY_CPU = regex.compile(r"Explicitly set \((?P<gib>[\d.]+)/[\d.]+\) GiB for KV cache")
+
+
+@family("kv_memory", ["Available KV cache memory: ", "GiB for KV cache"], [
     Sample("Available KV cache memory: 61.87 GiB", [("kv_memory", {"gib": 61.87})]),
     Sample("Available KV cache memory: 62.0 GiB", [("kv_memory", {"gib": 62.0})]),
+    Sample("Explicitly set (1.0/10.09) GiB for KV cache on node 0.", [("kv_memory", {"gib": 1.0})]),  # CPU backend
 ])
 def parse_kv_memory(msg: str) -> Parsed:
-    m = _KV_MEMORY.search(msg)
+    m = _KV_MEMORY.search(msg) or _KV_MEMORY_CPU.search(msg)
     return [("kv_memory", {"gib": float(m["gib"])})] if m else []
 
 

@@ -50,8 +50,15 @@ def test_every_printed_figure_matches_with_the_cpu_kv_space(s9b):
     assert result.vllm.request.blocks == 10  # 4 attention + 3 GDN × 2 ('align' mode: prefix caching on)
 
 
+def test_the_cpu_kv_space_line_alone_gives_every_figure(s9b):
+    model, facts = s9b  # "Explicitly set (1.0/10.09) GiB for KV cache" is read as the KV memory
+    rows = {r.name: r for r in assess(model, CapacityInputs(), facts).comparisons}
+    assert rows["KV cache size"].match and rows["maximum concurrency"].match
+
+
 def test_without_kv_memory_the_printed_figures_imply_it(s9b):
     model, facts = s9b
+    facts = {k: v for k, v in facts.items() if k not in ("kv_memory_gib",)}
     rows = {r.name: r for r in assess(model, CapacityInputs(), facts).comparisons}
     conc = rows["maximum concurrency"]
     assert conc.match is None and conc.computed is None

@@ -60,6 +60,7 @@ def test_s2_stats_values_line_numbers_and_time():
     (size,) = [e for e in events if e.kind == "kv_cache_size"]
     (conc,) = [e for e in events if e.kind == "max_concurrency"]
     assert (size.values["tokens"], size.values["device"]) == (2097152, "CPU")
+    assert [e.values["gib"] for e in events if e.kind == "kv_memory"] == [1.0]  # "Explicitly set (1.0/10.09) GiB"
     assert conc.values == {"tokens_per_request": 1536, "concurrency": 1365.33}
 
 
