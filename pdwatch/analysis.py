@@ -15,6 +15,7 @@ import pandas as pd
 
 from parsers import Event
 from pdwatch.deployment import DeploymentModel, EndpointSpec
+from pdwatch.errors import require_inputs
 from pdwatch.event_stream import EventStream
 from pdwatch.sources import SourceNotice, SourceSet
 from pdwatch.store import Store
@@ -45,6 +46,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
             year: int | None = None, tz: tzinfo | None = None, rules: list[Rule] | None = None) -> Analysis:
     rules = rules if rules is not None else load_rules(rule_paths)
     sources = SourceSet(paths, follow=False)
+    require_inputs(sources, paths)
     store = Store(DeploymentModel(specs))
     notices: list[SourceNotice] = []
     batch: list[Event] = []

@@ -58,3 +58,4 @@ def load_rule_set(args: argparse.Namespace) -> list:
         return load_rules(args.rules)
     except RuleFileError as exc:
         raise UsageError(str(exc)) from None
+

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from parsers import Event
 from pdwatch.commands.common import add_time_arguments, check_year, time_zone
+from pdwatch.errors import require_inputs
 from pdwatch.event_stream import EventStream
 from pdwatch.sources import SourceNotice, SourceSet
 
@@ -36,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     check_year(args)
     tz = time_zone(args)
     sources = SourceSet(args.paths, follow=args.follow, stdin=sys.stdin.buffer)
+    if not args.follow:
+        require_inputs(sources, args.paths)
     stream = EventStream(sources, year=args.year, tz=tz)
     write = _jsonl_line if args.format == "jsonl" else _table_line
     out = sys.stdout

@@ -106,3 +106,10 @@ def test_rules_command_lists_builtins():
     result = pdwatch("rules", "--format", "json")
     assert result.returncode == 0
     assert "seq_cap_bound" in {r["finding"] for r in json.loads(result.stdout)}
+
+
+def test_a_folder_without_logs_is_an_error(tmp_path):
+    (tmp_path / "notes.md").write_text("not a log")
+    for command in ("report", "parse"):
+        result = pdwatch(command, str(tmp_path))
+        assert result.returncode == 2 and b"no log files in" in result.stderr
