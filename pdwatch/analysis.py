@@ -14,6 +14,8 @@ from typing import Iterable
 import pandas as pd
 
 from parsers import Event
+from pdwatch import capacity_view
+from pdwatch.capacity import ModelSpec
 from pdwatch.deployment import DeploymentModel, EndpointSpec
 from pdwatch.errors import require_inputs
 from pdwatch.event_stream import EventStream
@@ -36,6 +38,7 @@ class Analysis:
     notices: list[SourceNotice] = field(default_factory=list)
     metrics_files: list[str] = field(default_factory=list)
     clock: tuple[pd.Timestamp, pd.Timestamp] | None = None
+    capacity: capacity_view.CapacityView = field(default_factory=capacity_view.CapacityView)
 
     @property
     def failed_sources(self) -> list[SourceNotice]:
@@ -43,7 +46,8 @@ class Analysis:
 
 
 def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths: list[str] | None = None,
-            year: int | None = None, tz: tzinfo | None = None, rules: list[Rule] | None = None) -> Analysis:
+            year: int | None = None, tz: tzinfo | None = None, rules: list[Rule] | None = None,
+            model: ModelSpec | None = None) -> Analysis:
     rules = rules if rules is not None else load_rules(rule_paths)
     sources = SourceSet(paths, follow=False)
     require_inputs(sources, paths)
@@ -61,6 +65,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     store.add(batch)
     store.flush()
 
+    capacity = capacity_view.compute(store, model)  # before the rules: they read planned_concurrency
     endpoints = store.endpoints()
     result = headline(endpoints, {e.name: store.stats(e.name) for e in endpoints})
     engine = RuleEngine(rules)
@@ -70,7 +75,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
         for now in evaluation_times(store, *clock):
             engine.evaluate(view, now.floor("us").to_pydatetime())
     return Analysis(list(paths), store, result, engine.findings(), rules, notices,
-                    sources.metrics_files, clock)
+                    sources.metrics_files, clock, capacity)
 
 
 def evaluation_times(store: Store, start: pd.Timestamp, end: pd.Timestamp) -> list[pd.Timestamp]:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from parsers import Event
-from pdwatch import facts as facts_mod
+from pdwatch.capacity.log_facts import fold as learn_facts
 from pdwatch.deployment import DeploymentModel, Endpoint
 from rules.model import STATS_FIELDS, DeploymentView, EndpointView
 
@@ -60,7 +60,7 @@ class Store:
             if series is None:  # not setdefault: building a _Series makes two DataFrames
                 series = self._series[endpoint.name] = _Series()
             self.raw_counts[event.kind] = self.raw_counts.get(event.kind, 0) + 1
-            facts_mod.learn(endpoint.facts, event)
+            learn_facts(endpoint.facts, event)  # the rules' facts plus what capacity needs
             if event.ts is not None:
                 series.last_ts = pd.Timestamp(event.ts)
             if event.kind == "stats":

@@ -40,6 +40,7 @@ ENDPOINT_FACTS: dict[str, str] = {
     "kv_capacity_tokens": "KV-cache size in tokens",
     "max_concurrency": "vLLM's 'Maximum concurrency for N tokens per request'",
     "max_concurrency_tokens": "the N of that line",
+    "planned_concurrency": "max concurrency per engine from pdwatch's capacity arithmetic (report --model-config)",
     "api_server_count": "--api-server-count",
     "kv_role": "kv_producer | kv_consumer | kv_both",
     "block_size": "KV block size, tokens",

@@ -9,6 +9,7 @@ from pdwatch.analysis import analyse
 from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_time_arguments, \
     check_year, deployment_specs, load_rule_set, time_zone
 from pdwatch.report import data, json_writer, markdown
+from pdwatch.errors import UsageError
 from pdwatch.report.output import write_atomically
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -23,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--format", choices=["md", "html", "json"], default="md", help="report format (default md)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    parser.add_argument("--model-config", metavar="FILE",
+                        help="the model's config.json: the capacity section (and the capacity rule) then use "
+                             "pdwatch capacity's arithmetic next to what vLLM printed")
     parser.add_argument("--fail-on", choices=["warning", "critical"],
                         help="exit 1 when a finding of this severity or worse exists")
     add_deployment_arguments(parser)
@@ -36,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     tz = time_zone(args)
     specs = deployment_specs(args)
     rules = load_rule_set(args)
-    analysis = analyse(args.paths, specs=specs, rules=rules, year=args.year, tz=tz)
+    model = load_model(args.model_config) if args.model_config else None
+    analysis = analyse(args.paths, specs=specs, rules=rules, year=args.year, tz=tz, model=model)
     for notice in analysis.notices:
         if notice.kind != "opened":
             print(f"pdwatch: {notice.message}", file=sys.stderr)
@@ -54,6 +59,16 @@ def run(args: argparse.Namespace) -> int:
                             for f in report["findings"]):
         return 1
     return 0
+
+
+def load_model(path: str):
+    from pdwatch.capacity import ConfigError, load_model_config
+    try:
+        return load_model_config(path)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
 
 
 def render(report: dict, fmt: str) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pdwatch import __version__
+from pdwatch import capacity_view
 from pdwatch.analysis import Analysis
 from pdwatch.store import Store
 from rules import Finding
@@ -37,7 +38,7 @@ def build(analysis: Analysis) -> dict[str, Any]:
         "summary": _summary(analysis),
         "endpoints": [_endpoint_summary(store, ep.name, analysis) for ep in store.endpoints()],
         "findings": [_finding(store, f) for f in sort_findings(analysis.findings)],
-        "capacity": _capacity(store),
+        "capacity": _capacity(store, analysis),
         "series": _series(store),
         "notices": [n.message for n in analysis.notices if n.kind not in {"opened"}],
         "rules": sorted(r.finding for r in analysis.rules),
@@ -133,12 +134,14 @@ def _original_line(store: Store, source: str, line_no: int) -> str | None:
     return None
 
 
-def _capacity(store: Store) -> list[dict[str, Any]]:
+def _capacity(store: Store, analysis: Analysis) -> list[dict[str, Any]]:
     rows = []
     for ep in store.endpoints():
         facts = {k: ep.facts[k] for k in CAPACITY_FACTS if k in ep.facts}
-        if facts:
-            rows.append({"endpoint": ep.name, "role": ep.role, "engines": sorted(ep.engines), **facts})
+        computed = capacity_view.report_rows(analysis.capacity, ep.name)
+        if facts or computed:
+            rows.append({"endpoint": ep.name, "role": ep.role, "engines": sorted(ep.engines), **facts,
+                         "computed": computed})
     return rows
 
 

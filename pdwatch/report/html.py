@@ -612,7 +612,27 @@ def _capacity(rows: list[dict[str, Any]]) -> str:
         '<div class="scroll"><table><thead><tr><th>endpoint</th><th class="n">weights GiB</th>'
         '<th class="n">KV memory GiB</th><th class="n">KV tokens</th><th class="n">max concurrency</th>'
         '<th class="n">max_num_seqs</th><th class="n">block</th><th class="n">largest CUDA graph</th></tr></thead>'
-        f'<tbody>{"".join(body)}</tbody></table></div>', "</section>"])
+        f'<tbody>{"".join(body)}</tbody></table></div>',
+        *(_computed(r["endpoint"], r.get("computed")) for r in rows), "</section>"])
+
+
+def _computed(endpoint: Any, computed: dict[str, Any] | None) -> str:
+    """pdwatch capacity's arithmetic (report --model-config) next to what vLLM printed."""
+    if not computed:
+        return ""
+    if "error" in computed:
+        return f'<p class="muted">Capacity of {_esc(endpoint)} not computed: {_esc(computed["error"])}</p>'
+    same = {True: "yes", False: "<strong>no</strong>", None: "?"}
+    rows = "".join(
+        f'<tr><td>{_esc(c["name"])}</td><td class="n">{_num(c["printed"])}</td><td class="n">{_num(c["computed"])}</td>'
+        f'<td>{same[c["match"]]}</td><td>{_esc("; ".join(c["notes"]))}</td></tr>' for c in computed["comparisons"])
+    mib = computed["kv_bytes_per_request"] / 2**20
+    return (f'<h3>Computed for {_esc(endpoint)} from the model config</h3>'
+            f'<p>Block {_num(computed["block_tokens"])} tokens, {_num(mib)} MiB of KV per '
+            f'{_num(computed["request_tokens"])}-token request, maximum concurrency {_num(computed["max_concurrency"])}.</p>'
+            '<div class="scroll"><table><thead><tr><th>figure</th><th class="n">vLLM printed</th>'
+            '<th class="n">computed</th><th>same</th><th>why</th></tr></thead>'
+            f'<tbody>{rows}</tbody></table></div>')
 
 
 def _notices(notices: list[Any]) -> str:

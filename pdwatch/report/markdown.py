@@ -108,6 +108,26 @@ def _capacity(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"| {_cell(r['endpoint'])} | {fmt_num(r.get('weights_gib'))} | {fmt_num(r.get('kv_memory_gib'))} | "
                      f"{fmt_num(r.get('kv_capacity_tokens'))} | {conc_text} | {r.get('max_num_seqs', '?')} | "
                      f"{r.get('block_size', '?')} | {graph} |")
+    lines.append("")
+    for r in rows:
+        lines += _computed(r["endpoint"], r.get("computed"))
+    return lines
+
+
+def _computed(endpoint: str, computed: dict[str, Any] | None) -> list[str]:
+    """pdwatch capacity's arithmetic (report --model-config) next to what vLLM printed."""
+    if not computed:
+        return []
+    if "error" in computed:
+        return [f"Capacity of {_cell(endpoint)} not computed: {_cell(computed['error'])}", ""]
+    lines = [f"Computed for {_cell(endpoint)} from the model config: block {computed['block_tokens']} tokens, "
+             f"{fmt_num(computed['kv_bytes_per_request'] / 2**20)} MiB of KV per {computed['request_tokens']}-token "
+             f"request, maximum concurrency {fmt_num(computed['max_concurrency'])}.", "",
+             "| figure | vLLM printed | computed | same | why |", "|---|---:|---:|---|---|"]
+    for c in computed["comparisons"]:
+        same = {True: "yes", False: "**no**", None: "?"}[c["match"]]
+        lines.append(f"| {_cell(c['name'])} | {fmt_num(c['printed'])} | {fmt_num(c['computed'])} | {same} | "
+                     f"{_cell('; '.join(c['notes']))} |")
     return lines + [""]
 
 
