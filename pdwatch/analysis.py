@@ -19,6 +19,7 @@ from pdwatch.capacity import ModelSpec
 from pdwatch.deployment import DeploymentModel, EndpointSpec
 from pdwatch.errors import require_inputs
 from pdwatch.event_stream import EventStream
+from pdwatch.metrics.recorded import read_recorded
 from pdwatch.sources import SourceNotice, SourceSet
 from pdwatch.store import Store
 from pdwatch.throughput import Headline, headline
@@ -64,6 +65,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
             batch = []
     store.add(batch)
     store.flush()
+    notices += _add_recorded_metrics(store, sources.metrics_files)
 
     capacity = capacity_view.compute(store, model)  # before the rules: they read planned_concurrency
     endpoints = store.endpoints()
@@ -76,6 +78,32 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
             engine.evaluate(view, now.floor("us").to_pydatetime())
     return Analysis(list(paths), store, result, engine.findings(), rules, notices,
                     sources.metrics_files, clock, capacity)
+
+
+def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
+    """Recorded /metrics scrapes fill the gap of endpoints whose logs print no stats lines.
+
+    An endpoint given both its log and its scrapes stays one endpoint (``x.log`` and
+    ``x.metrics.txt`` name the same one); its log's stats lines win, the scrapes are not
+    added twice over them.
+    """
+    notices: list[SourceNotice] = []
+    for path in paths:
+        events, errors = read_recorded(path)
+        notices += [SourceNotice(path, "error", f"{path}: {e}") for e in errors]
+        by_source: dict[str, list[Event]] = {}
+        for event in events:
+            by_source.setdefault(event.source, []).append(event)
+        for source, group in by_source.items():
+            endpoint = store.model.endpoint_of(source)
+            if not store.stats(endpoint.name).empty and any(s != source for s in endpoint.sources):
+                notices.append(SourceNotice(source, "opened", f"{source}: {endpoint.name} has stats lines; "
+                                                             "its recorded scrapes are not used"))
+                continue
+            endpoint.facts["stats_from_metrics"] = True
+            store.add(group)
+    store.flush()
+    return notices
 
 
 def evaluation_times(store: Store, start: pd.Timestamp, end: pd.Timestamp) -> list[pd.Timestamp]:

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model_config) if args.model_config else None
     analysis = analyse(args.paths, specs=specs, rules=rules, year=args.year, tz=tz, model=model)
     for notice in analysis.notices:
-        if notice.kind != "opened":
+        if notice.kind not in ("opened", "metrics_file"):  # recorded scrapes are read by the report
             print(f"pdwatch: {notice.message}", file=sys.stderr)
     report = data.build(analysis)
     text = render(report, args.format)

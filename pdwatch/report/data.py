@@ -40,7 +40,7 @@ def build(analysis: Analysis) -> dict[str, Any]:
         "findings": [_finding(store, f) for f in sort_findings(analysis.findings)],
         "capacity": _capacity(store, analysis),
         "series": _series(store),
-        "notices": [n.message for n in analysis.notices if n.kind not in {"opened"}],
+        "notices": [n.message for n in analysis.notices if n.kind not in {"opened", "metrics_file"}],
         "rules": sorted(r.finding for r in analysis.rules),
     }
 
