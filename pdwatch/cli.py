@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from pdwatch import __version__
-from pdwatch.commands import capacity as capacity_cmd, demo as demo_cmd, parse as parse_cmd, record as record_cmd, report as report_cmd, rules_cmd, simulate as simulate_cmd
+from pdwatch.commands import capacity as capacity_cmd, demo as demo_cmd, parse as parse_cmd, record as record_cmd, report as report_cmd, rules_cmd, simulate as simulate_cmd, watch as watch_cmd
 from pdwatch.errors import UsageError
 
-COMMANDS = [parse_cmd, report_cmd, rules_cmd, simulate_cmd, demo_cmd, capacity_cmd, record_cmd]
+COMMANDS = [parse_cmd, report_cmd, rules_cmd, simulate_cmd, demo_cmd, capacity_cmd, watch_cmd, record_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,132 @@
+"""``pdwatch watch`` (follow live logs) and ``pdwatch replay`` (play finished logs on their own clock).
+
+Both open the dashboard on a terminal; with ``--headless``, or when stdout is not a
+terminal, they print one line per finding as it fires and as it clears (``--jsonl``:
+one JSON object per line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import threading
+from typing import TextIO
+
+from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_time_arguments, \
+    check_year, deployment_specs, load_rule_set, time_zone
+from pdwatch.errors import UsageError, require_inputs
+from pdwatch.live import LiveSession, Snapshot, parse_speed, parse_start
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    watch = sub.add_parser(
+        "watch", help="follow live logs: dashboard, or one line per finding as it fires and clears",
+        description="Follow the logs of a running deployment (files, globs, directories; new files and "
+                    "rotations are picked up) and evaluate the rules as lines arrive.")
+    _common(watch)
+    watch.set_defaults(run=run_watch, mode="watch")
+
+    replay = sub.add_parser(
+        "replay", help="play finished logs on their own clock: dashboard, or findings as they fire",
+        description="Read finished logs and play them back on a clock driven by their timestamps: only "
+                    "what was logged before the clock is visible, the rules fire when they would have live.")
+    _common(replay)
+    replay.add_argument("--speed", default="10x", metavar="N",
+                        help="replay speed: 10x (default), 1x, 0.5x ... or max (as fast as possible)")
+    replay.add_argument("--start", metavar="TIME",
+                        help="start the clock at TIME (ISO 8601, or HH:MM[:SS] on the logs' first day); "
+                             "what came before is played at full speed")
+    replay.set_defaults(run=run_replay, mode="replay")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH")
+    parser.add_argument("--refresh", type=float, default=0.5, metavar="S",
+                        help="seconds between two refreshes / rule evaluations (default 0.5)")
+    parser.add_argument("--headless", action="store_true",
+                        help="no dashboard: print one line per finding as it fires and clears")
+    parser.add_argument("--jsonl", action="store_true",
+                        help="headless lines as JSON: rule, severity, endpoint, engines, start, end, summary, "
+                             "recommendation, state (firing/resolved), at")
+    add_deployment_arguments(parser)
+    add_rules_argument(parser)
+    add_time_arguments(parser)
+
+
+def build_session(args: argparse.Namespace) -> LiveSession:
+    check_year(args)
+    tz = time_zone(args)
+    if not args.refresh > 0:
+        raise UsageError(f"--refresh {args.refresh}: expected a positive number of seconds")
+    specs = deployment_specs(args)
+    rules = load_rule_set(args)
+    kwargs: dict = {}
+    if args.mode == "replay":
+        try:
+            kwargs["speed"] = parse_speed(args.speed)
+            kwargs["start"] = parse_start(args.start, tz) if args.start else None
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    session = LiveSession(args.paths, mode=args.mode, specs=specs, rules=rules, year=args.year, tz=tz, **kwargs)
+    if args.mode == "replay":
+        require_inputs(session.sources, args.paths)
+    return session
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    return _run(args)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    session = build_session(args)
+    if args.headless or args.jsonl or not sys.stdout.isatty():
+        try:
+            return run_headless(session, sys.stdout, refresh=args.refresh, jsonl=args.jsonl)
+        finally:
+            session.close()
+    from pdwatch.tui.app import PdwatchApp  # Textual is imported only for the dashboard
+    app = PdwatchApp(session, refresh=args.refresh)
+    try:
+        app.run()
+    finally:
+        session.close()
+    return 0
+
+
+def print_changes(snapshot: Snapshot, out: TextIO, jsonl: bool, err: TextIO | None = None) -> int:
+    for message in snapshot.notices:
+        if err is not None:
+            print(f"pdwatch: {message}", file=err)
+    for change in snapshot.changes:
+        line = json.dumps(change.to_json_dict(), ensure_ascii=False) if jsonl else change.to_line()
+        out.write(line + "\n")
+    if snapshot.changes:
+        out.flush()
+    return len(snapshot.changes)
+
+
+def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jsonl: bool = False,
+                 stop: threading.Event | None = None, err: TextIO | None = sys.stderr) -> int:
+    """Print findings as they fire and clear until the replay ends (watch: until ``stop`` or Ctrl-C)."""
+    stop = stop or threading.Event()
+    replay_max = session.mode == "replay" and math.isinf(session.speed)
+    try:
+        while not stop.is_set():
+            while session.ingest(2000) and (session.mode == "replay" or not stop.is_set()):
+                pass  # drain what is there (a replay reads all its files first)
+            snapshot = session.tick()
+            print_changes(snapshot, out, jsonl, err)
+            if snapshot.done:
+                return 0
+            if replay_max and not snapshot.loading:
+                continue
+            stop.wait(refresh)
+    except KeyboardInterrupt:
+        return 130
+    return 0

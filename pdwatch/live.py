@@ -1,0 +1,667 @@
+"""The live session behind ``pdwatch watch`` and ``pdwatch replay`` (no Textual here).
+
+A :class:`LiveSession` owns the sources, the event stream, the store and the rule engine.
+Two methods, meant for two threads:
+
+- ``ingest(max_items)`` (a worker thread) reads what the sources have, parses it into
+  events and queues them; it never touches the store;
+- ``tick(wall)`` (the UI thread, or the headless loop) moves the queued events into the
+  store, advances the clock, evaluates the rules and returns an immutable
+  :class:`Snapshot` for a UI to render.
+
+Watch mode follows the files; its clock is the newest log timestamp plus the wall time
+elapsed since it arrived (the wall clock itself for logs written now; logs of another
+time zone or a past run still get a clock that moves while they are silent).
+
+Replay mode reads the files first, then plays them on a clock driven by their own
+timestamps (``speed`` x wall time, or ``max``): only events with ``ts <= clock`` are in
+the store, and the rules are evaluated on a fixed grid (the stats interval, from the
+first timestamp) like the post-mortem ``analysis``, so a finding has the same start
+whatever the speed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+from statistics import median
+from typing import Any, Callable, Iterator
+
+import pandas as pd
+
+from parsers import Event
+from pdwatch.deployment import DeploymentModel, EndpointSpec
+from pdwatch.event_stream import EventStream
+from pdwatch.sources import LineBlock, SourceNotice, SourceSet
+from pdwatch.store import Store
+from pdwatch.throughput import COUNTED
+from rules import Finding, Rule, RuleEngine, load_rules
+
+STALE_INTERVALS = 3  # an endpoint silent for more than 3 stats intervals is stale
+DEFAULT_INTERVAL_S = 10.0
+HISTORY_POINTS = 40
+_MAX_STEPS = 3000  # as analysis: a days-long replay at max speed is evaluated on a coarser grid
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_US = timedelta(microseconds=1)
+_NO_TS = -(1 << 62)  # lines with no timestamp before the first one of their file
+
+
+# --- the snapshot: what a UI renders ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Headline:
+    total_tps: float | None
+    prompt_tps: float | None
+    gen_tps: float | None
+    tps_per_gpu: float | None
+    gpus: int | None
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    engine: int
+    prompt_tps: float | None
+    gen_tps: float | None
+    running: float | None
+    waiting: float | None
+    kv_usage_pct: float | None
+    last_ts: datetime | None
+
+
+@dataclass(frozen=True)
+class EndpointRow:
+    name: str
+    role: str
+    engines: tuple[int, ...]
+    gpus: int | None
+    prompt_tps: float | None
+    gen_tps: float | None
+    running: float | None
+    waiting: float | None
+    kv_usage_pct: float | None
+    last_seen: datetime | None
+    stale_for_s: float | None  # seconds of silence, when more than STALE_INTERVALS intervals
+    interval_s: float
+    history: tuple[float, ...]  # counted tokens/s per stats interval, oldest first
+    engine_rows: tuple[EngineRow, ...]
+    sources: tuple[str, ...]
+
+    @property
+    def counted_tps(self) -> float | None:
+        """The tokens/s this endpoint adds to the deployment's total (prompt on prefill, ...)."""
+        fields = COUNTED.get(self.role, ())
+        values = [getattr(self, f) for f in fields if getattr(self, f) is not None]
+        return sum(values) if values else None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    source: str | None
+    line_no: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    rule: str
+    severity: str
+    endpoint: str | None
+    engines: tuple[int, ...]
+    start: datetime
+    end: datetime | None
+    summary: str
+    explanation: str
+    recommendation: str
+    evidence: tuple[Evidence, ...]
+
+    @property
+    def key(self) -> tuple[str, str | None, datetime]:
+        return (self.rule, self.endpoint, self.start)
+
+    @property
+    def since(self) -> datetime:
+        return self.start
+
+
+@dataclass(frozen=True)
+class Change:
+    state: str  # "firing" or "resolved"
+    at: datetime
+    finding: FindingRow
+
+    def to_json_dict(self) -> dict[str, Any]:
+        f = self.finding
+        return {"rule": f.rule, "severity": f.severity, "endpoint": f.endpoint, "engines": list(f.engines),
+                "start": _iso(f.start), "end": _iso(f.end), "summary": f.summary,
+                "recommendation": f.recommendation, "state": self.state, "at": _iso(self.at)}
+
+    def to_line(self) -> str:
+        f = self.finding
+        engines = f" engines {','.join(map(str, f.engines))}" if f.engines else ""
+        return (f"{_iso(self.at)} {self.state.upper():8} {f.severity:8} {f.rule} "
+                f"{f.endpoint or '(deployment)'}{engines}: {f.summary}")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    mode: str  # "watch" or "replay"
+    clock: datetime | None
+    speed: float | None  # replay: x wall time, math.inf for max; None in watch mode
+    paused: bool
+    loading: bool  # replay: still reading the files
+    done: bool  # replay: the clock reached the end of the logs (watch: never)
+    headline: Headline
+    endpoints: tuple[EndpointRow, ...]
+    findings: tuple[FindingRow, ...]  # firing now, most severe first
+    all_findings: tuple[FindingRow, ...]  # every firing period so far, in start order
+    changes: tuple[Change, ...]  # fired / resolved since the previous tick
+    notices: tuple[str, ...]  # source notices since the previous tick
+    start: datetime | None = None  # replay: the logs' first and last timestamps
+    end: datetime | None = None
+
+    def severity_counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.findings:
+            out[f.severity] = out.get(f.severity, 0) + 1
+        return out
+
+    def roles(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for e in self.endpoints:
+            out[e.role] = out.get(e.role, 0) + 1
+        return out
+
+
+# --- speed / time arguments -------------------------------------------------------------------
+
+def parse_speed(text: str) -> float:
+    """``10x``, ``10``, ``0.5x`` or ``max`` -> a factor (math.inf for max)."""
+    value = text.strip().lower()
+    if value in {"max", "inf", "fast"}:
+        return math.inf
+    if value.endswith("x"):
+        value = value[:-1]
+    try:
+        speed = float(value)
+    except ValueError:
+        raise ValueError(f"--speed {text!r}: expected e.g. 1x, 10x, 0.5x or max") from None
+    if not speed > 0 or math.isinf(speed) or math.isnan(speed):
+        raise ValueError(f"--speed {text!r}: expected a positive factor or max")
+    return speed
+
+
+def parse_start(text: str, tz: tzinfo | None = None) -> pd.Timestamp | str:
+    """An absolute time (ISO 8601; naive = in ``tz``, default UTC), or a bare HH:MM[:SS] kept as text
+    (resolved against the first day of the logs once they are read)."""
+    value = text.strip()
+    if _is_time_of_day(value):
+        return value
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        raise ValueError(f"--start {text!r}: expected an ISO 8601 time (2026-05-29T14:01:00Z) or HH:MM[:SS]") from None
+    if ts is pd.NaT:
+        raise ValueError(f"--start {text!r}: not a time")
+    if ts.tzinfo is None:
+        ts = ts.tz_localize(tz or timezone.utc)
+    return ts.tz_convert("UTC")
+
+
+def _is_time_of_day(value: str) -> bool:
+    parts = value.split(":")
+    if len(parts) not in (2, 3):
+        return False
+    try:
+        return all(p.replace(".", "", 1).isdigit() for p in parts) and int(parts[0]) < 24
+    except ValueError:
+        return False
+
+
+# --- the session ------------------------------------------------------------------------------
+
+class LiveSession:
+    def __init__(self, paths: list[str], *, mode: str = "watch", specs: list[EndpointSpec] | tuple = (),
+                 rules: list[Rule] | None = None, year: int | None = None, tz: tzinfo | None = None,
+                 speed: float = 10.0, start: pd.Timestamp | str | None = None,
+                 sources: SourceSet | None = None, poll_interval: float = 0.2,
+                 wall: Callable[[], float] = time.monotonic,
+                 wall_utc: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
+        if mode not in ("watch", "replay"):
+            raise ValueError(f"mode {mode!r}: expected watch or replay")
+        self.mode = mode
+        self.paths = list(paths)
+        self.sources = sources or SourceSet(self.paths, follow=(mode == "watch"), poll_interval=poll_interval)
+        self.stream = EventStream(self.sources, year=year, tz=tz)
+        self.store = Store(DeploymentModel(specs))
+        self.rules = rules if rules is not None else load_rules()
+        self.engine = RuleEngine(self.rules)
+        self._tz = tz
+        self._wall = wall
+        self._wall_utc = wall_utc
+        # worker -> tick hand-over
+        self._lock = threading.Lock()
+        self._incoming: list[Event] = []
+        self._incoming_notices: list[SourceNotice] = []
+        self._source_done = False
+        self._items: Iterator | None = None
+        # clock
+        self.speed = speed
+        self.paused = False
+        self._start_arg = start
+        self._clock: pd.Timestamp | None = None
+        self._display_clock: pd.Timestamp | None = None  # watch: the wall clock until logs bring a time
+        self._last_wall: float | None = None
+        self._last_eval: pd.Timestamp | None = None
+        # watch clock: newest timestamp seen, and when (wall) it arrived
+        self._newest: pd.Timestamp | None = None
+        self._newest_wall: float | None = None
+        # replay buffer: every event, sorted by its effective time, released up to the clock
+        self._buffer: list[Event] = []
+        self._buffer_keys: list[int] = []  # microseconds since the epoch
+        self._released = 0
+        self._loaded = False
+        self._data_start: pd.Timestamp | None = None
+        self._data_end: pd.Timestamp | None = None
+        self._step = pd.Timedelta(seconds=DEFAULT_INTERVAL_S)
+        # findings already announced
+        self._told_firing: set[tuple] = set()
+        self._told_resolved: set[tuple] = set()
+        self._findings: list[Finding] = []
+        self._seek_target: tuple | None = None  # "next finding": run at max until a new one fires
+
+    # -- worker side -------------------------------------------------------------------------
+    @property
+    def source_done(self) -> bool:
+        return self._source_done
+
+    def ingest(self, max_items: int = 200) -> int:
+        """Read up to ``max_items`` blocks/notices the sources have now; queue their events.
+
+        Non-blocking in watch mode. Returns how many items were read (0: nothing new, or the
+        replay sources are exhausted; see ``source_done``).
+        """
+        if self._source_done:
+            return 0
+        events: list[Event] = []
+        notices: list[SourceNotice] = []
+        count = 0
+        if self.mode == "watch":
+            for item in self.sources.poll():
+                count += 1
+                self._take(item, events, notices)
+        else:
+            if self._items is None:
+                self._items = self.sources.blocks()
+            try:
+                while count < max_items:
+                    item = next(self._items)
+                    count += 1
+                    self._take(item, events, notices)
+            except StopIteration:
+                events.extend(self.stream.finish())
+                with self._lock:
+                    self._incoming.extend(events)
+                    self._incoming_notices.extend(notices)
+                    self._source_done = True
+                return count
+        with self._lock:
+            self._incoming.extend(events)
+            self._incoming_notices.extend(notices)
+        return count
+
+    def _take(self, item: LineBlock | SourceNotice, events: list[Event], notices: list[SourceNotice]) -> None:
+        if isinstance(item, SourceNotice):
+            notices.append(item)
+        else:
+            events.extend(self.stream.events_of(item))
+
+    def run_ingest(self, stop: threading.Event, idle: float = 0.1, max_items: int = 200) -> None:
+        """The worker loop: ingest until ``stop`` is set (or the replay sources are exhausted)."""
+        while not stop.is_set():
+            n = self.ingest(max_items)
+            if self._source_done:
+                return
+            if n == 0:
+                stop.wait(idle)
+
+    def stop(self) -> None:
+        self.sources.stop()
+
+    def close(self) -> None:
+        self.sources.stop()
+        self.sources.close()
+
+    # -- replay controls -----------------------------------------------------------------------
+    def toggle_pause(self) -> bool:
+        self.paused = not self.paused
+        return self.paused
+
+    def faster(self) -> float:
+        if not math.isinf(self.speed):
+            self.speed = min(self.speed * 2, 1e6)
+        return self.speed
+
+    def slower(self) -> float:
+        self.speed = 1e6 / 2 if math.isinf(self.speed) else max(self.speed / 2, 0.125)
+        return self.speed
+
+    def seek_next_finding(self) -> None:
+        """Replay: run at full speed until a finding fires that has not fired yet."""
+        self._seek_target = tuple(self._told_firing)
+        self.paused = False
+
+    # -- UI side -------------------------------------------------------------------------------
+    def tick(self, wall: float | None = None) -> Snapshot:
+        """Flush, advance the clock, evaluate the rules; return what to render.
+
+        ``wall`` is a monotonic wall time in seconds (default ``time.monotonic()``): the
+        replay clock moves by ``speed`` x the wall time since the previous tick.
+        """
+        wall = self._wall() if wall is None else wall
+        with self._lock:
+            incoming, self._incoming = self._incoming, []
+            notices, self._incoming_notices = self._incoming_notices, []
+            source_done = self._source_done
+        if self.mode == "watch":
+            self._tick_watch(incoming, wall)
+        else:
+            self._tick_replay(incoming, source_done, wall)
+        return self._snapshot(notices)
+
+    def _tick_watch(self, incoming: list[Event], wall: float) -> None:
+        if incoming:
+            self.store.add(incoming)
+            newest = max((e.ts for e in incoming if e.ts is not None), default=None)
+            if newest is not None and (self._newest is None or pd.Timestamp(newest) > self._newest):
+                self._newest, self._newest_wall = pd.Timestamp(newest).tz_convert("UTC"), wall
+        if self._newest is None:  # nothing timestamped yet: show the wall clock, evaluate nothing
+            self.store.flush()     # (logs of the past may still arrive: the engine's clock never goes back)
+            self._display_clock = pd.Timestamp(self._wall_utc())
+            return
+        else:
+            clock = self._newest + pd.Timedelta(seconds=max(0.0, wall - (wall if self._newest_wall is None else self._newest_wall)))
+        if self._clock is not None and clock < self._clock:
+            clock = self._clock
+        self._clock = self._display_clock = clock
+        self.store.flush()
+        if self._last_eval is None or clock > self._last_eval:
+            self.engine.evaluate(self.store.view(), clock.floor("us").to_pydatetime())
+            self._last_eval = clock
+        self._findings = self.engine.findings()
+
+    def _tick_replay(self, incoming: list[Event], source_done: bool, wall: float) -> None:
+        if incoming:
+            self._buffer.extend(incoming)
+        if not self._loaded:
+            if not source_done:
+                return
+            self._load()
+        if self._data_start is None:  # no timestamps at all: show everything at once
+            if self._released < len(self._buffer):
+                self.store.add(self._buffer[self._released:])
+                self._released = len(self._buffer)
+                self.store.flush()
+            return
+        assert self._data_end is not None
+        if self._clock is None:
+            self._clock = self._initial_clock()
+            self._last_wall = wall
+            target = self._clock
+        else:
+            elapsed = 0.0 if self._last_wall is None else max(0.0, wall - self._last_wall)
+            self._last_wall = wall
+            target = self._clock
+            if self._seek_target is not None or math.isinf(self.speed):
+                target = self._data_end
+            elif not self.paused:
+                target = self._clock + pd.Timedelta(seconds=elapsed * self.speed)
+        target = min(target, self._data_end)
+        self._advance(target)
+
+    def _initial_clock(self) -> pd.Timestamp:
+        assert self._data_start is not None and self._data_end is not None
+        start = self._start_arg
+        if isinstance(start, str):  # HH:MM[:SS] on the logs' first day
+            day = self._data_start.tz_convert(self._tz or timezone.utc).normalize()
+            parts = [float(p) for p in start.split(":")] + [0.0]
+            start = (day + pd.Timedelta(hours=parts[0], minutes=parts[1], seconds=parts[2])).tz_convert("UTC")
+        if start is None or start < self._data_start:
+            return self._data_start
+        return min(start, self._data_end)
+
+    def _load(self) -> None:
+        """All files read: order the events by time, find the evaluation grid."""
+        last: dict[str, int] = {}
+        keys: list[int] = []
+        for e in self._buffer:  # lines with no timestamp go with the previous line of their file
+            if e.ts is not None:
+                key = (e.ts - _EPOCH) // _US
+                last[e.source] = key
+            else:
+                key = last.get(e.source, _NO_TS)
+            keys.append(key)
+        order = sorted(range(len(self._buffer)), key=keys.__getitem__)
+        self._buffer = [self._buffer[i] for i in order]
+        self._buffer_keys = [keys[i] for i in order]
+        stamped = [k for k in self._buffer_keys if k != _NO_TS]
+        if stamped:
+            self._data_start = pd.Timestamp(stamped[0], unit="us", tz="UTC")
+            self._data_end = pd.Timestamp(stamped[-1], unit="us", tz="UTC")
+            self._step = self._grid_step()
+        self._loaded = True
+
+    def _grid_step(self) -> pd.Timedelta:
+        gaps: dict[tuple[str, int | None], list[float]] = {}
+        prev: dict[tuple[str, int | None], float] = {}
+        for e, key in zip(self._buffer, self._buffer_keys):
+            if e.kind != "stats" or e.ts is None:
+                continue
+            k = (e.source, e.engine)
+            if k in prev and key > prev[k]:
+                gaps.setdefault(k, []).append((key - prev[k]) / 1e6)
+            prev[k] = key
+        step = min((median(g) for g in gaps.values() if g), default=DEFAULT_INTERVAL_S)
+        assert self._data_start is not None and self._data_end is not None
+        span = (self._data_end - self._data_start).total_seconds()
+        return pd.Timedelta(seconds=max(step, span / _MAX_STEPS, 0.5))
+
+    def _release(self, upto: pd.Timestamp) -> None:
+        end = bisect.bisect_right(self._buffer_keys, upto.value // 1000, lo=self._released)
+        if end > self._released:
+            self.store.add(self._buffer[self._released:end])
+            self._released = end
+
+    def _advance(self, target: pd.Timestamp) -> None:
+        """Evaluate at every grid time up to ``target`` (and at the end of the logs)."""
+        assert self._data_start is not None and self._data_end is not None and self._clock is not None
+        times: list[pd.Timestamp] = []
+        nxt = self._data_start if self._last_eval is None else self._last_eval + self._step
+        if self._last_eval is not None:  # back on the grid anchored at the first timestamp
+            n = math.ceil((self._last_eval - self._data_start) / self._step + 1e-9)
+            nxt = self._data_start + n * self._step
+        while nxt <= target:
+            times.append(nxt)
+            nxt = nxt + self._step
+        if target >= self._data_end and (not times or times[-1] < self._data_end) and \
+                (self._last_eval is None or self._last_eval < self._data_end):
+            times.append(self._data_end)
+        for now in times:
+            self._release(now)
+            self.engine.evaluate(self.store.view(), now.floor("us").to_pydatetime())
+            self._last_eval = now
+            if self._seek_target is not None:
+                fired = {(f.rule, f.endpoint, f.start) for f in self.engine.findings()}
+                if fired - set(self._seek_target):
+                    self._seek_target = None
+                    self.paused = True
+                    target = now
+                    break
+        if self._seek_target is not None and target >= self._data_end:
+            self._seek_target = None
+        self._release(target)
+        self.store.flush()
+        self._clock = max(self._clock, target)
+        self._findings = self.engine.findings()
+
+    # -- the snapshot ---------------------------------------------------------------------------
+    @property
+    def clock(self) -> pd.Timestamp | None:
+        return self._clock
+
+    @property
+    def done(self) -> bool:
+        if self.mode != "replay" or not self._loaded:
+            return False
+        if self._data_end is None:
+            return True
+        return self._clock is not None and self._clock >= self._data_end and self._last_eval is not None \
+            and self._last_eval >= self._data_end
+
+    def _snapshot(self, notices: list[SourceNotice]) -> Snapshot:
+        clock = self._clock if self.mode == "replay" else self._display_clock
+        rows = tuple(self._endpoint_row(ep, clock) for ep in self.store.endpoints())
+        all_rows = tuple(self._finding_row(f) for f in self._findings)
+        firing = tuple(sorted((f for f in all_rows if f.end is None),
+                              key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.start, f.rule, f.endpoint or "")))
+        changes: list[Change] = []
+        for f in all_rows:
+            if f.key not in self._told_firing:
+                self._told_firing.add(f.key)
+                changes.append(Change("firing", f.start, f))
+            if f.end is not None and f.key not in self._told_resolved:
+                self._told_resolved.add(f.key)
+                changes.append(Change("resolved", f.end, f))
+        changes.sort(key=lambda c: (c.at, c.state != "firing", c.finding.rule, c.finding.endpoint or ""))
+        return Snapshot(
+            mode=self.mode, clock=_dt(clock),
+            speed=self.speed if self.mode == "replay" else None, paused=self.paused,
+            loading=self.mode == "replay" and not self._loaded, done=self.done,
+            headline=_headline(rows), endpoints=rows, findings=firing, all_findings=all_rows,
+            changes=tuple(changes),
+            notices=tuple(n.message for n in notices if n.kind != "opened"),
+            start=_dt(self._data_start), end=_dt(self._data_end))
+
+    def _endpoint_row(self, ep: Any, clock: pd.Timestamp | None) -> EndpointRow:
+        stats = self.store.stats(ep.name)
+        interval = float(ep.facts.get("stats_interval_s") or DEFAULT_INTERVAL_S)
+        last_seen = self.store.last_seen(ep.name)
+        stale = None
+        if clock is not None and last_seen is not None and not stats.empty:
+            silent = (clock - last_seen).total_seconds()
+            if silent > STALE_INTERVALS * interval:
+                stale = silent
+        engines: list[EngineRow] = []
+        history: tuple[float, ...] = ()
+        if not stats.empty:
+            horizon = stats["ts"].iloc[-1] - pd.Timedelta(seconds=STALE_INTERVALS * interval)
+            for engine, group in stats.groupby("engine", sort=True):
+                last = group.iloc[-1]
+                if last["ts"] < horizon:
+                    continue  # an engine that stopped printing does not count now
+                engines.append(EngineRow(int(engine), _val(last["prompt_tps"]), _val(last["gen_tps"]),
+                                         _val(last["running"]), _val(last["waiting"]),
+                                         _val(last["kv_usage_pct"]), _dt(last["ts"])))
+            history = _history(stats, ep.role, interval)
+        kv = [e.kv_usage_pct for e in engines if e.kv_usage_pct is not None]
+        return EndpointRow(
+            name=ep.name, role=ep.role, engines=tuple(sorted(ep.engines)), gpus=ep.gpus,
+            prompt_tps=_sum(e.prompt_tps for e in engines), gen_tps=_sum(e.gen_tps for e in engines),
+            running=_sum(e.running for e in engines), waiting=_sum(e.waiting for e in engines),
+            kv_usage_pct=sum(kv) / len(kv) if kv else None,
+            last_seen=_dt(last_seen), stale_for_s=stale,
+            interval_s=interval, history=history, engine_rows=tuple(engines), sources=tuple(ep.sources))
+
+    def _finding_row(self, f: Finding) -> FindingRow:
+        from pdwatch.report.data import _evidence  # the report's lookup of the original stats line
+        evidence = tuple(Evidence(**_evidence(self.store, q)) for q in f.evidence)
+        return FindingRow(f.rule, f.severity, f.endpoint, tuple(f.engines), f.start, f.end, f.summary,
+                          f.explanation, f.recommendation, evidence)
+
+    # -- export ----------------------------------------------------------------------------------
+    def analysis(self) -> Any:
+        """The session so far as a post-mortem ``Analysis`` (for the report writers)."""
+        from pdwatch.analysis import Analysis
+        from pdwatch.throughput import headline
+        self.store.flush()
+        endpoints = self.store.endpoints()
+        result = headline(endpoints, {e.name: self.store.stats(e.name) for e in endpoints})
+        clock = self.store.time_range()
+        return Analysis(self.paths, self.store, result, self.engine.findings(), self.rules, [],
+                        self.sources.metrics_files, clock)
+
+
+def _history(stats: pd.DataFrame, role: str, interval: float) -> tuple[float, ...]:
+    fields = list(COUNTED.get(role, ("prompt_tps", "gen_tps")))
+    recent = stats.iloc[-(HISTORY_POINTS * 16):]
+    freq = f"{max(round(interval), 1)}s"
+    keyed = recent.assign(bucket=recent["ts"].dt.floor(freq), counted=recent[fields].sum(axis=1, min_count=1))
+    per = keyed.groupby(["bucket", "engine"])["counted"].last().groupby("bucket").sum()
+    values = [float(v) for v in per.tolist()[-HISTORY_POINTS:]]
+    return tuple(0.0 if v != v else v for v in values)
+
+
+def _headline(rows: tuple[EndpointRow, ...]) -> Headline:
+    serving = [r for r in rows if r.role in COUNTED]
+    if not serving or all(r.counted_tps is None for r in serving):
+        gpus = [r.gpus for r in serving]
+        return Headline(None, None, None, None, sum(gpus) if gpus and all(gpus) else None)  # type: ignore[arg-type]
+    prompt = gen = 0.0
+    for r in serving:
+        fields = COUNTED[r.role]
+        prompt += (r.prompt_tps or 0.0) if "prompt_tps" in fields and r.stale_for_s is None else 0.0
+        gen += (r.gen_tps or 0.0) if "gen_tps" in fields and r.stale_for_s is None else 0.0
+    gpus_list = [r.gpus for r in serving]
+    gpus = sum(g for g in gpus_list if g) if all(gpus_list) else None
+    total = prompt + gen
+    return Headline(total, prompt, gen, total / gpus if gpus else None, gpus)
+
+
+def _val(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if v != v else v
+
+
+def _sum(values: Any) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) if vals else None
+
+
+def _dt(value: pd.Timestamp | None) -> datetime | None:
+    return None if value is None else pd.Timestamp(value).floor("us").to_pydatetime()
+
+
+def _iso(value: datetime | pd.Timestamp | None) -> str | None:
+    if value is None:
+        return None
+    return pd.Timestamp(value).isoformat()
+
+
+def fmt_rate(value: float | None) -> str:
+    """Tokens/s for a narrow column: 1,234 / 12.3k / 1.23M."""
+    if value is None:
+        return "?"
+    a = abs(value)
+    if a >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if a >= 1e4:
+        return f"{value / 1e3:.1f}k"
+    return f"{value:,.0f}"
+
+
+def fmt_age(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m{s % 60:02d}s"
+    return str(timedelta(seconds=s))

@@ -1,0 +1,1 @@
+"""Widgets of the dashboard: header, endpoint panes, findings table, screens."""

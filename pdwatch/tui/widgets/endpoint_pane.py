@@ -1,0 +1,88 @@
+"""One pane per endpoint: role, engines/GPUs, throughput + sparkline, running/waiting, KV bar, stale marker."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from pdwatch.live import EndpointRow
+
+from .format import ROLE_STYLE, count, fmt_age, kv_bar, rate, time_text
+
+
+class EndpointPane(Vertical):
+    DEFAULT_CSS = """
+    EndpointPane { height: auto; border: round $primary-darken-2; padding: 0 1; margin: 0 0 0 0; }
+    EndpointPane.stale { border: round $error; }
+    EndpointPane > .title { height: 1; }
+    EndpointPane > .numbers { height: 1; }
+    EndpointPane > Sparkline { height: 1; width: 1fr; margin: 0 0; }
+    EndpointPane > .engines { height: auto; color: $text-muted; }
+    """
+
+    def __init__(self, row: EndpointRow) -> None:
+        super().__init__()
+        self.endpoint = row.name
+        self.role = row.role
+        self._row = row
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="title")
+        yield Static(classes="numbers")
+        yield Sparkline([], summary_function=max)
+        yield Static(classes="engines")
+
+    def on_mount(self) -> None:
+        self.show(self._row)
+
+    def show(self, row: EndpointRow) -> None:
+        self._row = row
+        if not self.is_mounted:
+            return
+        title, numbers, spark, engines = self.children
+        title.update(render_title(row))  # type: ignore[attr-defined]
+        numbers.update(render_numbers(row))  # type: ignore[attr-defined]
+        spark.data = list(row.history)  # type: ignore[attr-defined]
+        spark.display = bool(row.history)
+        engines.update(render_engines(row))  # type: ignore[attr-defined]
+        self.set_class(row.stale_for_s is not None, "stale")
+
+
+def render_title(row: EndpointRow) -> Text:
+    out = Text(row.name, style="bold")  # the name comes from a file name: text, never markup
+    out.append("  ")
+    out.append(row.role, style=ROLE_STYLE.get(row.role, "bold"))
+    engines = len(row.engines)
+    out.append(f"  {engines} engine{'s' if engines != 1 else ''}" if engines else "  no engine seen")
+    out.append(f" / {row.gpus} GPUs" if row.gpus else " / GPUs ?")
+    if row.stale_for_s is not None:
+        out.append(f"  STALE for {fmt_age(row.stale_for_s)}", style="bold red")
+    elif row.last_seen is not None:
+        out.append(f"  seen {time_text(row.last_seen)}", style="dim")
+    return out
+
+
+def render_numbers(row: EndpointRow) -> Text:
+    if not row.engine_rows and not row.history:
+        return Text("no stats lines" + (" (a frontend prints none)" if row.role == "frontend" else ""), style="dim")
+    out = Text()
+    out.append(f"prompt {rate(row.prompt_tps)}", style="cyan" if row.role == "prefill" else "")
+    out.append(" │ ")
+    out.append(f"gen {rate(row.gen_tps)}", style="magenta" if row.role == "decode" else "")
+    out.append(" tok/s │ ")
+    out.append(f"run {count(row.running)} wait {count(row.waiting)}",
+               style="bold yellow" if (row.waiting or 0) > 0 else "")
+    out.append(" │ ")
+    out.append_text(kv_bar(row.kv_usage_pct))
+    return out
+
+
+def render_engines(row: EndpointRow) -> Text:
+    if len(row.engine_rows) <= 1:
+        return Text("")
+    parts = [Text(f"e{e.engine} {rate(e.prompt_tps if row.role == 'prefill' else e.gen_tps)} "
+                  f"r{count(e.running)} w{count(e.waiting)} kv{count(e.kv_usage_pct)}%")
+             for e in row.engine_rows]
+    return Text("  ").join(parts)

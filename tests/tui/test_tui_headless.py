@@ -1,0 +1,146 @@
+"""Headless ``pdwatch watch`` / ``pdwatch replay``: one line per finding as it fires and clears."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pdwatch.cli import main
+from pdwatch.commands.watch import run_headless
+from pdwatch.live import LiveSession, parse_speed, parse_start
+
+REPO = Path(__file__).resolve().parents[2]
+PREFILL_BOUND = REPO / "samples" / "prefill-bound"
+TS = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z?)")
+
+
+def test_replay_max_headless_jsonl(capsys):
+    assert main(["replay", str(PREFILL_BOUND), "--speed", "max", "--headless", "--jsonl"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    firing = [x for x in lines if x["rule"] == "prefill_bound" and x["state"] == "firing"]
+    assert sorted(x["endpoint"] for x in firing) == ["prefill_w0", "prefill_w1", "prefill_w2", "prefill_w3"]
+    for x in lines:
+        assert set(x) == {"rule", "severity", "endpoint", "engines", "start", "end", "summary",
+                          "recommendation", "state", "at"}
+        assert x["state"] in {"firing", "resolved"}
+    for x in firing:
+        assert x["engines"] == [0, 1] and x["at"] == x["start"] and x["end"] is None
+        assert x["at"].startswith("2026-05-29T14:0")
+    forbidden = {"kv_exhausted", "cudagraph_overflow", "stats_missing", "kv_transfer_errors", "engine_failure",
+                 "dp_imbalance"}
+    assert not forbidden & {x["rule"] for x in lines}
+
+
+def test_replay_text_lines_not_a_tty(capsys):
+    # stdout captured (not a TTY): headless without being asked
+    assert main(["replay", str(PREFILL_BOUND), "--speed", "max"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert sum("FIRING" in line and "prefill_bound" in line for line in out) == 4
+
+
+def test_replay_same_starts_as_report():
+    from pdwatch.analysis import analyse
+    expected = {(f.rule, f.endpoint, f.start) for f in analyse([str(PREFILL_BOUND)]).findings}
+    session = LiveSession([str(PREFILL_BOUND)], mode="replay", speed=math.inf)
+    out = io.StringIO()
+    run_headless(session, out, jsonl=True)
+    got = {(x["rule"], x["endpoint"], x["start"]) for x in map(json.loads, out.getvalue().splitlines())}
+    assert got == {(r, e, s.isoformat()) for r, e, s in expected}
+
+
+def test_replay_clock_hides_the_future():
+    session = LiveSession([str(PREFILL_BOUND)], mode="replay", speed=10.0, start=parse_start("2026-05-29T13:59:00Z"))
+    while session.ingest(500):
+        pass
+    snap = session.tick(0.0)
+    assert snap.clock.isoformat().startswith("2026-05-29T13:59:00")
+    assert not snap.findings and not snap.done
+    for row in snap.endpoints:
+        assert row.last_seen is None or row.last_seen <= snap.clock
+    snap = session.tick(1.0)  # 1 s wall at 10x
+    assert snap.clock.isoformat().startswith("2026-05-29T13:59:10")
+    session.toggle_pause()
+    assert session.tick(5.0).clock == snap.clock
+    session.toggle_pause()
+    session.speed = math.inf
+    snap = session.tick(6.0)
+    assert snap.done and len(snap.findings) == 4
+    assert {r.role for r in snap.endpoints} >= {"prefill", "decode"}
+    assert snap.headline.gpus == 16 and snap.headline.total_tps > 300_000
+
+
+def test_speed_and_start_parsing():
+    assert parse_speed("10x") == 10 and parse_speed("0.5") == 0.5 and math.isinf(parse_speed("max"))
+    with pytest.raises(ValueError):
+        parse_speed("fast-ish")
+    with pytest.raises(ValueError):
+        parse_speed("0x")
+    assert parse_start("14:01") == "14:01"
+    assert str(parse_start("2026-05-29 14:01:00")) == "2026-05-29 14:01:00+00:00"
+
+
+def test_replay_bad_speed_is_usage_error(capsys):
+    assert main(["replay", str(PREFILL_BOUND), "--speed", "warp"]) == 2
+    assert "--speed" in capsys.readouterr().err
+
+
+def _timestamped_lines(folder: Path) -> list[tuple[str, str, str]]:
+    """(ts, file name, line) of every line of a sample, lines without a time after the previous one."""
+    out = []
+    for path in sorted(folder.glob("*.out")):
+        last = ""
+        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+            m = TS.search(line)
+            last = m.group(1).rstrip("Z") if m else last
+            out.append((last, path.name, line))
+    out.sort(key=lambda t: t[0])
+    return out
+
+
+def test_watch_sees_a_finding_while_a_writer_appends(tmp_path):
+    lines = _timestamped_lines(PREFILL_BOUND)
+    for name in {name for _, name, _ in lines}:
+        (tmp_path / name).write_text("")
+    stop = threading.Event()
+    out = io.StringIO()
+    session = LiveSession([str(tmp_path)], mode="watch", poll_interval=0.02)
+    headless = threading.Thread(target=run_headless, args=(session, out),
+                                kwargs={"refresh": 0.05, "jsonl": True, "stop": stop, "err": None})
+    headless.start()
+
+    def writer():
+        handles = {name: open(tmp_path / name, "a", encoding="utf-8") for _, name, _ in lines}
+        try:
+            for i, (_, name, line) in enumerate(lines):
+                handles[name].write(line)
+                if i % 10 == 0:
+                    for h in handles.values():
+                        h.flush()
+                    time.sleep(0.01)
+        finally:
+            for h in handles.values():
+                h.close()
+
+    w = threading.Thread(target=writer)
+    w.start()
+    deadline = time.monotonic() + 30
+    found = []
+    try:
+        while time.monotonic() < deadline and not found:
+            found = [json.loads(x) for x in out.getvalue().splitlines()
+                     if '"prefill_bound"' in x and '"firing"' in x]
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        w.join(10)
+        headless.join(10)
+        session.close()
+    assert found, f"no prefill_bound line within 30 s; output: {out.getvalue()!r}"
+    assert found[0]["endpoint"].startswith("prefill_w")
