@@ -252,6 +252,7 @@ class LiveSession:
         # clock
         self.speed = speed
         self.paused = False
+        self.exporter = None  # a pdwatch.metrics.exporter.PdwatchExporter, fed every tick when set
         self._start_arg = start
         self._clock: pd.Timestamp | None = None
         self._display_clock: pd.Timestamp | None = None  # watch: the wall clock until logs bring a time
@@ -371,6 +372,8 @@ class LiveSession:
             self._tick_watch(incoming, wall)
         else:
             self._tick_replay(incoming, source_done, wall)
+        if self.exporter is not None:  # the thread that owns the store hands the exporter a snapshot
+            self.exporter.update(self.store, self._findings)
         return self._snapshot(notices)
 
     def _tick_watch(self, incoming: list[Event], wall: float) -> None:

@@ -50,9 +50,28 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jsonl", action="store_true",
                         help="headless lines as JSON: rule, severity, endpoint, engines, start, end, summary, "
                              "recommendation, state (firing/resolved), at")
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve pdwatch's view as Prometheus metrics on this port (0: any free port)")
+    parser.add_argument("--metrics-bind", default="127.0.0.1", metavar="ADDR",
+                        help="address for --metrics-port (default 127.0.0.1: this machine only)")
     add_deployment_arguments(parser)
     add_rules_argument(parser)
     add_time_arguments(parser)
+
+
+def start_exporter(session: LiveSession, port: int, bind: str):
+    """Serve the exporter; returns the server (``shutdown()`` it at exit)."""
+    from pdwatch.metrics.exporter import PdwatchExporter
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--metrics-port {port}: expected 0-65535")
+    exporter = PdwatchExporter()
+    try:
+        server, _thread = exporter.serve(port, addr=bind)
+    except OSError as exc:
+        raise UsageError(f"--metrics-port {port} on {bind}: {exc.strerror or exc}") from None
+    session.exporter = exporter
+    print(f"pdwatch: serving metrics on http://{bind}:{server.server_address[1]}/metrics", file=sys.stderr)
+    return server
 
 
 def build_session(args: argparse.Namespace) -> LiveSession:
@@ -85,6 +104,15 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     session = build_session(args)
+    server = start_exporter(session, args.metrics_port, args.metrics_bind) if args.metrics_port is not None else None
+    try:
+        return _show(args, session)
+    finally:
+        if server is not None:
+            server.shutdown()
+
+
+def _show(args: argparse.Namespace, session: LiveSession) -> int:
     if args.headless or args.jsonl or not sys.stdout.isatty():
         try:
             return run_headless(session, sys.stdout, refresh=args.refresh, jsonl=args.jsonl)
