@@ -161,9 +161,9 @@ def _settings(model: ModelSpec, inputs: CapacityInputs, facts: Mapping[str, Any]
     s: dict[str, Sourced] = {"dtype": dtype}
     kv_dtype = pick((inputs.kv_cache_dtype, "option"), (facts.get("kv_cache_dtype"), "log"))
     s["kv_cache_dtype"] = kv_dtype if kv_dtype and kv_dtype.value != "auto" else Sourced(dtype.value, "model dtype")
-    s["tp"] = pick((topo.decode.tp if topo else None, "topology"), (inputs.tp, "option"),
+    s["tp"] = pick((topo.serving.tp if topo else None, "topology"), (inputs.tp, "option"),
                    (facts.get("tensor_parallel_size"), "log"), (1, "default"))
-    s["engines"] = pick((topo.decode.engines if topo else None, "topology"), (inputs.dp, "option"),
+    s["engines"] = pick((topo.serving.engines if topo else None, "topology"), (inputs.dp, "option"),
                         (facts.get("data_parallel_size"), "log"), (1, "default"))
     s["num_speculative_tokens"] = pick((inputs.num_speculative_tokens, "option"),
                                        (facts.get("num_speculative_tokens"), "log"), (0, "default"))

@@ -133,7 +133,7 @@ def _concurrency_rows(cap: Capacity) -> list[Row]:
         rows += [("per engine", f"{cap.kv_memory.value:.2f} GiB ÷ {b(r.bytes)}", f"{e.per_request_division:.2f}"),
                  ("whole requests", f"{e.pool_blocks:,} block ids ÷ {per} per request", f"{e.whole_requests}")]
     if d:
-        where = f"{d.topology.decode} decode" if d.topology else cap.settings["engines"].source
+        where = f"{d.topology.serving} {'decode' if d.topology.disaggregated else 'aggregated'}" if d.topology else cap.settings["engines"].source
         if d.kv_limit_concurrency is not None and (d.decode_engines > 1 or d.topology):
             rows.append(("deployment", f"{d.decode_engines} decode engine(s) ({where}) × {e.whole_requests}",
                          f"{d.kv_limit_concurrency:,}"))

@@ -9,83 +9,19 @@ DEP8; ``1xDEP8`` (one part) is a single aggregated, non-PD server. Parallelism k
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pdwatch.topology import Group, Topology, parse_topology as parse_any
 
-import regex
-
-_PART = regex.compile(r"(?P<count>\d+)x(?P<kind>DEP|TEP|TP)(?P<size>\d+)", regex.IGNORECASE)
+__all__ = ["Group", "Topology", "parse_topology", "MAX_GPUS"]
 MAX_GPUS = 4096
 
 
-@dataclass(frozen=True)
-class Group:
-    """``count`` endpoints of the same shape, e.g. ``4xDEP2``."""
-
-    count: int
-    kind: str  # DEP | TEP | TP
-    size: int  # GPUs per endpoint
-
-    @property
-    def engines_per_endpoint(self) -> int:
-        return self.size if self.kind == "DEP" else 1
-
-    @property
-    def gpus_per_engine(self) -> int:
-        return 1 if self.kind == "DEP" else self.size
-
-    @property
-    def gpus(self) -> int:
-        return self.count * self.size
-
-    def __str__(self) -> str:
-        return f"{self.count}x{self.kind}{self.size}"
-
-
-@dataclass(frozen=True)
-class Topology:
-    prefill: Group | None
-    decode: Group | None
-    agg: Group | None = None
-
-    @property
-    def disaggregated(self) -> bool:
-        return self.agg is None
-
-    @property
-    def groups(self) -> list[tuple[str, Group]]:
-        if self.agg is not None:
-            return [("agg", self.agg)]
-        assert self.prefill is not None and self.decode is not None
-        return [("prefill", self.prefill), ("decode", self.decode)]
-
-    @property
-    def gpus(self) -> int:
-        return sum(g.gpus for _, g in self.groups)
-
-    def __str__(self) -> str:
-        return "-".join(str(g) for _, g in self.groups)
-
-
 def parse_topology(text: str) -> Topology:
-    """Parse ``NxDEPa-MxDEPb`` (prefill-decode) or ``NxDEPa`` (aggregated).
+    """Parse ``NxDEPa-MxDEPb`` (prefill-decode) or ``NxDEPa`` (aggregated) for the simulator.
 
     Raises:
         ValueError: with a one-line explanation when ``text`` is not a topology.
     """
-    spec = text.strip()
-    parts = spec.split("-") if spec else []
-    if not 1 <= len(parts) <= 2:
-        raise ValueError(f"topology {text!r}: expected NxDEPa-MxDEPb (prefill-decode) or NxDEPa (aggregated)")
-    groups: list[Group] = []
-    for part in parts:
-        m = _PART.fullmatch(part)
-        if m is None:
-            raise ValueError(f"topology {text!r}: {part!r} is not of the form NxDEPn, NxTEPn or NxTPn")
-        count, size = int(m["count"]), int(m["size"])
-        if count < 1 or size < 1:
-            raise ValueError(f"topology {text!r}: counts and sizes must be at least 1")
-        groups.append(Group(count, m["kind"].upper(), size))
-    topo = Topology(groups[0], groups[1]) if len(groups) == 2 else Topology(None, None, groups[0])
+    topo = parse_any(text)
     if topo.agg is not None and topo.agg.count != 1:
         raise ValueError(f"topology {text!r}: an aggregated deployment is a single server (1xDEPn)")
     if topo.gpus > MAX_GPUS:

@@ -50,7 +50,7 @@ def test_speculative_tokens_widen_the_conv_state():
 def test_topology_names():
     topo = parse_topology("4xDEP2-1xDEP8")
     assert (topo.prefill.gpus, topo.decode.engines, topo.decode.tp) == (8, 8, 1)
-    assert str(parse_topology("tep8")) == "1xTEP8" and parse_topology("2×TP4").decode.engines == 2
+    assert str(parse_topology("tep8")) == "1xTEP8" and parse_topology("2×TP4").serving.engines == 2
     for bad in ("", "4xDEP2-1xDEP8-1xDEP8", "4xDEP0", "DEP"):
         with pytest.raises(ValueError):
             parse_topology(bad)

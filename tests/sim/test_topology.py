@@ -42,7 +42,11 @@ def test_case_and_spaces_tolerated():
     assert str(parse_topology(" 4xdep2-1xDEP8 ")) == "4xDEP2-1xDEP8"
 
 
-@pytest.mark.parametrize("text", ["", "4xDEP2-", "4xFOO2-1xDEP8", "0xDEP2-1xDEP8", "4xDEP0-1xDEP8", "DEP8",
+def test_a_single_part_without_count_is_one_aggregated_server():
+    assert str(parse_topology("DEP8")) == "1xDEP8" and not parse_topology("DEP8").disaggregated
+
+
+@pytest.mark.parametrize("text", ["", "4xDEP2-", "4xFOO2-1xDEP8", "0xDEP2-1xDEP8", "4xDEP0-1xDEP8",
                                   "4xDEP2-1xDEP8-1xDEP8", "2xDEP8", "4x DEP2", "4xDEP2-1xDEP9999"])
 def test_bad_topologies_are_refused_with_one_line(text):
     with pytest.raises(ValueError) as info:
