@@ -1,6 +1,7 @@
 """``pdwatch demo``: simulate a deployment in real time into a temporary folder and watch it live.
 
-Until the live dashboard exists, the events are printed as they arrive, in the table
+On a terminal the live dashboard opens on the folder (``pdwatch watch``); with ``--events``,
+or when stdout is not a terminal, the events are printed as they arrive, in the table
 format of ``pdwatch parse --follow``.
 """
 
@@ -35,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_deployment_arguments(parser, topology="4xDEP2-1xDEP8", cc=3072, duration="5m", style="dynamo", noise="quiet",
                              interval=2.0)
+    parser.add_argument("--events", action="store_true",
+                        help="print the events as they arrive instead of opening the dashboard")
     parser.set_defaults(run=run, scenario=None, spec_tokens=None, metrics_interval=0.0)
 
 
@@ -46,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
           f"stats every {opts.interval:g} s", file=err)
     print(f"pdwatch demo: writing logs in real time into {folder} (Ctrl-C to stop; the folder is kept)",
           file=err, flush=True)
+
+    if not args.events and sys.stdout.isatty():
+        return _dashboard(cfg, opts, folder)
 
     stop = threading.Event()
     sources = SourceSet([folder], follow=True, poll_interval=0.2, rescan_interval=1.0)
@@ -88,6 +94,27 @@ def run(args: argparse.Namespace) -> int:
     print(f"pdwatch demo: stopped; the logs are in {folder} (replay: pdwatch parse {folder} --format table)",
           file=err, flush=True)
     return status
+
+
+def _dashboard(cfg, opts, folder: str) -> int:
+    """The simulation writes in a thread while the dashboard follows the folder."""
+    from pdwatch.live import LiveSession
+    from pdwatch.tui.app import PdwatchApp  # Textual only when the dashboard opens
+
+    stop = threading.Event()
+    writer = threading.Thread(target=run_simulation, args=(cfg, folder, opts),
+                              kwargs={"realtime": True, "stop": stop}, name="pdwatch-demo-sim", daemon=True)
+    writer.start()
+    session = LiveSession([folder], mode="watch")
+    try:
+        PdwatchApp(session).run()
+    finally:
+        stop.set()
+        session.close()
+        writer.join(timeout=10)
+    print(f"pdwatch demo: stopped; the logs are in {folder} (replay: pdwatch replay {folder})",
+          file=sys.stderr, flush=True)
+    return 0
 
 
 def _table_line(event: Event) -> str:
