@@ -36,6 +36,7 @@ import pandas as pd
 from parsers import Event
 from pdwatch.deployment import DeploymentModel, EndpointSpec
 from pdwatch.event_stream import EventStream
+from pdwatch.report.data import evidence_entry
 from pdwatch.sources import LineBlock, SourceNotice, SourceSet
 from pdwatch.store import Store
 from pdwatch.throughput import COUNTED
@@ -580,8 +581,7 @@ class LiveSession:
             interval_s=interval, history=history, engine_rows=tuple(engines), sources=tuple(ep.sources))
 
     def _finding_row(self, f: Finding) -> FindingRow:
-        from pdwatch.report.data import _evidence  # the report's lookup of the original stats line
-        evidence = tuple(Evidence(**_evidence(self.store, q)) for q in f.evidence)
+        evidence = tuple(Evidence(**evidence_entry(self.store, q)) for q in f.evidence)
         return FindingRow(f.rule, f.severity, f.endpoint, tuple(f.engines), f.start, f.end, f.summary,
                           f.explanation, f.recommendation, evidence)
 

@@ -50,6 +50,7 @@ class Store:
         self._series: dict[str, _Series] = {}
         self.deployment_facts: dict[str, Any] = {}
         self.raw_counts: dict[str, int] = {}
+        self._line_memo: dict[tuple[str, int], str | None] = {}
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -95,6 +96,17 @@ class Store:
 
     def events(self, name: str) -> pd.DataFrame:
         return self._series[name].events if name in self._series else _empty(_EVENT_COLUMNS)
+
+    def line_text(self, source: str, line_no: int) -> str | None:
+        """The original text of a stats line (evidence quotes), memoised: the same few lines are
+        asked for on every dashboard tick, and each lookup would otherwise filter a whole frame."""
+        key = (source, line_no)
+        if key not in self._line_memo:
+            endpoint = self.model.endpoint_of(source)
+            stats = self.stats(endpoint.name)
+            hit = stats[(stats["source"] == source) & (stats["line_no"] == line_no)] if not stats.empty else stats
+            self._line_memo[key] = str(hit["text"].iloc[-1]) if not hit.empty else None
+        return self._line_memo[key]
 
     def last_seen(self, name: str) -> pd.Timestamp | None:
         series = self._series.get(name)

@@ -112,26 +112,17 @@ def _finding(store: Store, finding: Finding) -> dict[str, Any]:
         "rule": finding.rule, "severity": finding.severity, "endpoint": finding.endpoint,
         "engines": list(finding.engines), "start": _iso(finding.start), "end": _iso(finding.end),
         "summary": finding.summary, "explanation": finding.explanation,
-        "evidence": [_evidence(store, e) for e in finding.evidence],
+        "evidence": [evidence_entry(store, e) for e in finding.evidence],
         "recommendation": finding.recommendation,
     }
 
 
-def _evidence(store: Store, quote: dict[str, Any]) -> dict[str, Any]:
+def evidence_entry(store: Store, quote: dict[str, Any]) -> dict[str, Any]:
+    """A rule's quote as the report shows it: a stats line in its original wording."""
     text = quote.get("text") or ""
     if quote.get("kind") == "stats":
-        text = _original_line(store, quote["source"], quote["line_no"]) or text
+        text = store.line_text(quote["source"], quote["line_no"]) or text
     return {"source": quote.get("source"), "line_no": quote.get("line_no"), "text": text}
-
-
-def _original_line(store: Store, source: str, line_no: int) -> str | None:
-    for ep in store.endpoints():
-        if source in ep.sources:
-            stats = store.stats(ep.name)
-            hit = stats[(stats["source"] == source) & (stats["line_no"] == line_no)]
-            if not hit.empty and "text" in hit:
-                return str(hit["text"].iloc[0])
-    return None
 
 
 def _capacity(store: Store, analysis: Analysis) -> list[dict[str, Any]]:
