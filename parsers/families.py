@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 
 import regex
 
+from .fastlane import STATS_ENGINE_KEY, stats_message
 from .pyrepr import ReprError, parse_args_dict, parse_repr
 
 Values = dict[str, Any]
@@ -80,7 +81,6 @@ _STATS_KEYS = {
     "MM cache hit rate": "mm_hit_pct",
 }
 _INT_STATS = {"running", "waiting", "swapped", "pending", "deferred", "preemptions", "corrupted"}
-STATS_ENGINE_KEY = "_engine"  # private value: the engine named by the line itself
 
 
 def _stats_field(values: Values, label: str, raw: str) -> None:
@@ -124,6 +124,9 @@ def _stats_field(values: Values, label: str, raw: str) -> None:
     Sample("Running: 3 reqs, Waiting: 1 reqs ", [("stats", {"running": 3, "waiting": 1})]),
 ])
 def parse_stats(msg: str) -> Parsed:
+    common = stats_message(msg)
+    if common is not None:
+        return [("stats", common)]
     engine: int | None = None
     values: Values = {}
     body = msg

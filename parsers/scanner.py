@@ -9,6 +9,8 @@ that a terminal hard-wrapped (pieces must be rejoined before parsing).
 
 from __future__ import annotations
 
+import functools
+
 import regex as re
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -18,6 +20,7 @@ from .cleaning import clean_raw
 from .envelope import Envelope, engine_from_proc, split_envelope
 from .events import Event
 from .families import FAMILIES, LOGO_MODEL_KIND, STATS_ENGINE_KEY, Family
+from .fastlane import StatsMatch, match_stats, stats_values
 from .prefilter import Prefilter
 from .timeinfo import TimeResolver, year_hint_from_bytes
 from .wrap import WrapDetector, starts_record
@@ -42,6 +45,12 @@ def _needle_map(families: Iterable[Family]) -> dict[bytes, list[Family]]:
 
 _BY_NEEDLE = _needle_map(FAMILIES)
 _PREFILTER = Prefilter([*_BY_NEEDLE, _TRACEBACK_NEEDLE])
+_STATS_ONLY = (b"Running: ",)  # the prefilter's needles for a plain stats line
+
+
+@functools.lru_cache(maxsize=1024)
+def _engine_of_proc(proc: bytes | None) -> int | None:
+    return engine_from_proc(proc.decode()) if proc else None
 
 
 @dataclass(slots=True)
@@ -101,7 +110,11 @@ class LogScanner:
             i += 1
             line_no += data.count(b"\n", pos, start)
             raw = data[start:end]
-            self._record(raw, clean_raw(raw), line_no, None, out, needles)
+            groups = match_stats(raw) if needles == _STATS_ONLY else None
+            if groups is not None:
+                self._fast_stats(groups, raw, line_no, out)
+            else:
+                self._record(raw, clean_raw(raw), line_no, None, out, needles)
             pos, line_no = end + 1, line_no + 1
         return out
 
@@ -176,6 +189,19 @@ class LogScanner:
                 continue
             for kind, values in parsed:
                 self._emit(kind, values, env, ts, proc_engine, line_no, end_line_no, text, out)
+
+    def _fast_stats(self, groups: StatsMatch, raw: bytes, line_no: int, out: list[Event]) -> None:
+        """A common-shape stats line read in one match (see ``fastlane``): the event ``_record`` would give."""
+        proc, _pid, level, month_day, hms, frac = groups[:6]
+        clock = hms.decode() + "." + frac.decode() if frac else hms.decode()
+        ts = self.times.vllm(month_day.decode(), clock)
+        values = stats_values(groups)
+        named = values.pop(STATS_ENGINE_KEY)
+        engine = named if named is not None else _engine_of_proc(proc)
+        self._last_stats_engine, self._seen_stats = engine, True
+        self._flush_logo(out)
+        out.append(Event("stats", self.source, line_no, ts, engine, level.decode(), values,
+                         None, raw[:_EVIDENCE_CHARS].decode()))
 
     def _emit(self, kind: str, values: dict, env: Envelope, ts: datetime | None, proc_engine: int | None,
               line_no: int, end_line_no: int | None, text: str, out: list[Event]) -> None:

