@@ -14,9 +14,12 @@ A line with none of these keeps its whole text as message, with no level or time
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import regex
+
+from .cleaning import clean_raw
 
 _PROC = regex.compile(
     r"\((?:(?P<name>[A-Za-z_][\w\-]*(?: rank=\d+)?) )?pid=(?P<pid>\d+)(?:, ip=[^)]*)?\) ?"
@@ -43,6 +46,13 @@ _RAY = regex.compile(
 _UVICORN = regex.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+(?P<msg>.*)$")
 _RAY_REPEAT = regex.compile(r"\s*\[repeated \d+x across cluster\].*$")
 _DP_RANK = regex.compile(r"_DP(\d+)|^EngineCore_(\d+)$")
+# Dynamo's compact format as its terminal colours leave it, read on the raw bytes in one match:
+# dim timestamp, coloured level, dim target, dim colon; the message after it must hold no
+# control character (checked on the decoded text). Python's ``re``: twice as fast as ``regex`` here.
+_DYNAMO_COLOURED = re.compile(
+    rb"\x1b\[2m(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)\x1b\[0m( +)\x1b\[[0-9;]*m"
+    rb"( *(?:TRACE|DEBUG|INFO|WARN|ERROR))\x1b\[0m( +)\x1b\[2m([!-~]+)\x1b\[0m\x1b\[2m:\x1b\[0m(?= |$)"
+)
 
 
 @dataclass(slots=True)
@@ -75,6 +85,22 @@ def engine_from_proc(proc: str | None) -> int | None:
     if not m:
         return None
     return int(m.group(1) or m.group(2))
+
+
+def split_raw(raw: bytes) -> tuple[str, Envelope]:
+    """The cleaned text of a raw line and its envelope: ``split_envelope(clean_raw(raw))``,
+    read in one match for Dynamo's coloured lines, the bulk of a Dynamo log."""
+    if raw.startswith(b"\x1b[2m"):
+        m = _DYNAMO_COLOURED.match(raw)
+        if m is not None:
+            iso, gap, level, gap2, target = (part.decode() for part in m.groups())
+            rest = raw[m.end():].decode("utf-8", "replace")
+            text = f"{iso}{gap}{level}{gap2}{target}:{rest}"
+            if text.isprintable():  # else the general path drops the control characters
+                return text, Envelope("dynamo", _strip_ray(rest[1:]), normalise_level(level.strip()),
+                                      iso=iso, target=target)
+    text = clean_raw(raw)
+    return text, split_envelope(text)
 
 
 def split_envelope(text: str) -> Envelope:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 
 import regex
 
-from .fastlane import STATS_ENGINE_KEY, stats_message
+from .fastlane import STATS_ENGINE_KEY, spec_decode_message, stats_message
 from .pyrepr import ReprError, parse_args_dict, parse_repr
 
 Values = dict[str, Any]
@@ -200,6 +200,9 @@ _SPEC_SEGMENT = regex.compile(r"(?:^|, )(?P<key>[A-Z][A-Za-z ]*?): (?P<val>-?\d+
 ])
 def parse_spec_decode(msg: str) -> Parsed:
     body = msg[msg.index("SpecDecoding metrics: ") + len("SpecDecoding metrics: "):]
+    common = spec_decode_message(body)
+    if common is not None:
+        return [("spec_decode", common)]
     values: Values = {}
     m = _SPEC_LIST.search(body)
     if m:
@@ -229,10 +232,13 @@ def _snake(key: str) -> str:
 
 def _metric_value(raw: str) -> int | float | None:
     raw = raw.strip(" '")
-    try:
+    if raw.isdigit():
         return int(raw)
-    except ValueError:
-        pass
+    if "." not in raw:  # int() accepts no dot: try it first so "7" stays an int
+        try:
+            return int(raw)
+        except ValueError:
+            pass
     try:
         return float(raw)
     except ValueError:

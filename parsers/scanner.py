@@ -17,7 +17,7 @@ from datetime import datetime, tzinfo
 from typing import Iterable
 
 from .cleaning import clean_raw
-from .envelope import Envelope, engine_from_proc, split_envelope
+from .envelope import Envelope, engine_from_proc, split_envelope, split_raw
 from .events import Event
 from .families import FAMILIES, LOGO_MODEL_KIND, STATS_ENGINE_KEY, Family
 from .fastlane import StatsMatch, match_stats, stats_values
@@ -114,9 +114,37 @@ class LogScanner:
             if groups is not None:
                 self._fast_stats(groups, raw, line_no, out)
             else:
-                self._record(raw, clean_raw(raw), line_no, None, out, needles)
+                text, env = split_raw(raw)
+                self._record(raw, text, line_no, None, out, needles, env)
             pos, line_no = end + 1, line_no + 1
         return out
+
+    # --- state at a block boundary (parallel scanning of one file by pieces) ---------------
+
+    def boundary_state(self) -> tuple:
+        """Everything that carries from one line to the next: two scanners with equal states,
+        fed the same following lines, give the same events."""
+        return (self.times.state(), self._last_stats_engine, self._seen_stats, dict(self._tracebacks),
+                self._pending_logo, self._held, self._wrap.widths, self._year_scanned)
+
+    def restore(self, state: tuple) -> None:
+        """Continue from another scanner's ``boundary_state`` (the wrap decision is taken as made)."""
+        times, self._last_stats_engine, self._seen_stats, tracebacks, self._pending_logo, self._held, \
+            widths, self._year_scanned = state
+        self.times.restore(times)
+        self._tracebacks = dict(tracebacks)
+        self._wrap.decide(widths)
+
+    def start_mid_file(self, year_hint: tuple[int, int] | None) -> None:
+        """Scan from the middle of a file whose start was already judged: no wrap, this year hint."""
+        self._year_scanned = True
+        if year_hint:
+            self.times.observe_year(*year_hint)
+        self._wrap.decide(frozenset())
+
+    @property
+    def wrapped(self) -> bool:
+        return bool(self._wrap.widths)
 
     def _slow(self) -> bool:
         return bool(self._tracebacks or self._wrap.widths or self._held)
@@ -161,8 +189,9 @@ class LogScanner:
         self._record(text.encode("utf-8", "replace"), text, first, last if last != first else None, out)
 
     def _record(self, raw: bytes, text: str, line_no: int, end_line_no: int | None, out: list[Event],
-                needles: tuple[bytes, ...] | None = None) -> None:
-        env = split_envelope(text)
+                needles: tuple[bytes, ...] | None = None, env: Envelope | None = None) -> None:
+        if env is None:
+            env = split_envelope(text)
         ts = self._timestamp(env)
         proc_engine = engine_from_proc(env.proc)
         key = (env.proc, env.pid)

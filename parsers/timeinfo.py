@@ -51,6 +51,13 @@ class TimeResolver:
         if self._explicit_year is None and self._seen is None:
             self._seen = (year, month)
 
+    def state(self) -> tuple:
+        return (self._seen, self._year, self._last_month)
+
+    def restore(self, state: tuple) -> None:
+        self._seen, self._year, self._last_month = state
+        self._cache.clear()
+
     def vllm(self, month_day: str, clock: str) -> datetime | None:
         month = int(month_day[:2])
         if self._year is None:

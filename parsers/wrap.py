@@ -42,6 +42,10 @@ class WrapDetector:
         self._seen = 0
         self._previous: str | None = None
 
+    def decide(self, widths: frozenset[int]) -> None:
+        """Take a decision made elsewhere (the start of the same file, read by another scanner)."""
+        self.widths, self.decided = frozenset(widths), True
+
     def observe(self, data: bytes) -> None:
         for raw in data.split(b"\n", _SAMPLE_LINES - self._seen)[: _SAMPLE_LINES - self._seen]:
             text = clean_raw(raw)

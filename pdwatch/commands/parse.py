@@ -11,7 +11,8 @@ from typing import Any, TextIO
 import orjson
 
 from parsers import Event
-from pdwatch.commands.common import add_time_arguments, check_year, time_zone
+from pdwatch import parallel_scan
+from pdwatch.commands.common import add_scrape_interval_argument, add_time_arguments, check_year, time_zone
 from pdwatch.errors import require_inputs
 from pdwatch.event_stream import EventStream
 from pdwatch.sources import SourceNotice, SourceSet
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="jsonl (default): one JSON object per event; table: aligned columns for reading")
     parser.add_argument("--follow", "-f", action="store_true",
                         help="keep reading as files grow, like tail -F (Ctrl-C to stop)")
+    add_scrape_interval_argument(parser)
     add_time_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -41,24 +43,56 @@ def run(args: argparse.Namespace) -> int:
     sources = SourceSet(args.paths, follow=args.follow, stdin=sys.stdin.buffer)
     if not args.follow:
         require_inputs(sources, args.paths)
-    stream = EventStream(sources, year=args.year, tz=tz)
-    write = _jsonl_line if args.format == "jsonl" else _table_line
     out = sys.stdout
     if args.format == "table":
         out.write(_TABLE_HEADER + "\n")
-    failed = False
     try:
-        for item in stream:
-            if isinstance(item, SourceNotice):
-                failed |= _report_notice(item, follow=args.follow)
-                continue
-            out.write(write(item))
-            if args.follow:
-                out.flush()
+        if _worth_splitting(sources, args):
+            failed = _replay_by_file(sources, args, tz, out)
+        else:
+            failed = _print_stream(EventStream(sources, year=args.year, tz=tz), args, out)
     finally:
         sources.stop()
     out.flush()
     return 2 if failed else 0
+
+
+def _print_stream(stream: EventStream, args: argparse.Namespace, out: TextIO) -> bool:
+    write = _jsonl_line if args.format == "jsonl" else _table_line
+    failed = False
+    for item in stream:
+        if isinstance(item, SourceNotice):
+            failed |= _report_notice(item, follow=args.follow)
+            continue
+        out.write(write(item))
+        if args.follow:
+            out.flush()
+    return failed
+
+
+def _worth_splitting(sources: SourceSet, args: argparse.Namespace) -> bool:
+    """A replay of files (no stdin) with at least one big enough to scan on every core."""
+    return not args.follow and "-" not in sources.sources and any(map(parallel_scan.should_split, sources.sources))
+
+
+def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextIO) -> bool:
+    """Each file in the replay's order; big ones scanned in pieces on every core, same output."""
+    render = _render_jsonl if args.format == "jsonl" else _render_table
+    failed = False
+    for path in sources.sources:
+        if parallel_scan.should_split(path):
+            try:
+                for text in parallel_scan.scan_file(path, year=args.year, tz=tz, render=render):
+                    out.write(text)
+                continue
+            except parallel_scan.NotSplittable:
+                pass  # raised before any output: read it sequentially below
+            except OSError as exc:  # vanished or unreadable since it was listed
+                print(f"pdwatch: {path}: {exc.strerror or exc}", file=sys.stderr)
+                failed = True
+                continue
+        failed |= _print_stream(EventStream(SourceSet([path], follow=False), year=args.year, tz=tz), args, out)
+    return failed
 
 
 def _report_notice(notice: SourceNotice, *, follow: bool) -> bool:
@@ -86,6 +120,14 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite(v) for v in value]
     return value
+
+
+def _render_jsonl(events: list[Event]) -> str:
+    return "".join(map(_jsonl_line, events))
+
+
+def _render_table(events: list[Event]) -> str:
+    return "".join(map(_table_line, events))
 
 
 _TABLE_HEADER = f"{'TIME':<19}  {'SOURCE:LINE':<34}  {'ENG':>3}  {'KIND':<17}  VALUES"

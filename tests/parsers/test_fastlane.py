@@ -1,4 +1,4 @@
-"""The stats fast lane must give exactly the events of the general path, line for line."""
+"""The fast lanes must give exactly the events of the general path, line for line."""
 
 from __future__ import annotations
 
@@ -7,14 +7,27 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import subprocess
+import sys
+
+import parsers.envelope as envelope
 import parsers.families as families
 import parsers.scanner as scanner
+from parsers.cleaning import clean_raw
+from parsers.envelope import split_envelope, split_raw
 from tests.conftest import CPU_LOGS, REPO, scan, require_shared
+
+
+def _general_split(raw: bytes):
+    text = clean_raw(raw)
+    return text, split_envelope(text)
 
 
 def _general_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scanner, "match_stats", lambda raw: None)
+    monkeypatch.setattr(scanner, "split_raw", _general_split)
     monkeypatch.setattr(families, "stats_message", lambda msg: None)
+    monkeypatch.setattr(families, "spec_decode_message", lambda body: None)
 
 
 def _both_paths(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
@@ -70,6 +83,50 @@ def test_generated_stats_lines_agree_on_both_paths(prefix, header, engine, nums,
     p, g, r, w, kv, hit = nums
     line = (f"{prefix}{header}{engine}Avg prompt throughput: {p} tokens/s, Avg generation throughput: {g} tokens/s, "
             f"Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: {kv}%, Prefix cache hit rate: {hit}%{tail}\n")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        fast, general = _both_paths(line.encode(), monkeypatch)
+    assert fast == general
+
+
+def test_generated_mixed_dynamo_log_gives_the_same_events_on_both_paths(tmp_path, monkeypatch):
+    """The benchmark's generator writes every line shape of a Dynamo node (coloured frontend,
+    colour-formatted worker stats, KV-transfer and spec-decode lines, vLLM subprocesses)."""
+    out = tmp_path / "mixed.log"
+    subprocess.run([sys.executable, str(REPO / "bench" / "make_mixed_log.py"), "--size", "3M", "--out", str(out)],
+                   check=True, capture_output=True)
+    data = out.read_bytes()
+    fast, general = _both_paths(data, monkeypatch)
+    kinds = {e.kind for e in fast}
+    assert {"stats", "kv_transfer", "spec_decode", "worker_selected", "request_completed"} <= kinds
+    assert fast == general
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+_level = st.sampled_from([" INFO", "DEBUG", " WARN", "ERROR", "TRACE", "INFO", " CRIT"])
+_target = st.sampled_from(["metrics.log", "dynamo_llm::kv_router", "a:", "x::y:z", "loggers.log"])
+_colour = st.sampled_from(["\x1b[32m", "\x1b[34m", "\x1b[1;31m", "\x1b[33m"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(_level, _target, _colour, _text, st.sampled_from(["", " ", "  ", "\x1b[0m"]))
+def test_coloured_dynamo_envelope_splits_like_the_general_path(level, target, colour, message, gap):
+    raw = (f"\x1b[2m2026-03-31T18:01:11.356277Z\x1b[0m {colour}{level}\x1b[0m{gap} \x1b[2m{target}\x1b[0m"
+           f"\x1b[2m:\x1b[0m {message}").encode("utf-8", "surrogatepass")
+    assert split_raw(raw) == _general_split(raw)
+    if gap != "\x1b[0m" and level.strip() != "CRIT":  # the shapes the lane is for: it must take them
+        assert envelope._DYNAMO_COLOURED.match(raw) is not None
+    assert split_raw(raw[: len(raw) - len(message.encode()) - 1]) == _general_split(raw[: len(raw) - len(message.encode()) - 1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_number, min_size=4, max_size=4), st.lists(st.integers(0, 10**6), min_size=2, max_size=2),
+       st.lists(_number, min_size=1, max_size=5), st.sampled_from(["", "%", " extra"]))
+def test_spec_decode_lines_agree_on_both_paths(nums, tokens, per_position, tail):
+    mean, acc, dra, rate = nums
+    line = (f"(EngineCore_DP0 pid=3) INFO 03-31 18:01:11 [metrics.py:1] SpecDecoding metrics: Mean acceptance length: "
+            f"{mean}, Accepted throughput: {acc} tokens/s, Drafted throughput: {dra} tokens/s, Accepted: {tokens[0]} "
+            f"tokens, Drafted: {tokens[1]} tokens, Per-position acceptance rate: {', '.join(per_position)}, "
+            f"Avg Draft acceptance rate: {rate}%{tail}\n")
     with pytest.MonkeyPatch.context() as monkeypatch:
         fast, general = _both_paths(line.encode(), monkeypatch)
     assert fast == general

@@ -1,0 +1,208 @@
+"""Replay one big log file on every core: scan it in pieces, speculate, verify.
+
+A scanner carries a little state from line to line (the year of vLLM's year-less stamps,
+the engine of the last stats line, open tracebacks, a version line waiting for its model
+line). A piece cannot know that state before the pieces ahead of it are done, so it
+guesses: it first reads the half-megabyte just before its start (a warm-up whose events
+belong to the previous piece and are dropped) and records the state it reached. The
+parent then checks each guess against the state the previous piece really ended in;
+a wrong guess (a new year, a traceback longer than the warm-up, a stats-less stretch)
+is rescanned from the true state. So the output is exactly the sequential scan's, in the
+same order, only faster. Files that need the slow path as a whole (terminal-wrapped
+pastes, lines over the length cap) are not split.
+"""
+
+from __future__ import annotations
+
+import mmap
+import multiprocessing
+import os
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from datetime import tzinfo
+from typing import Any, Callable, Iterator
+
+from parsers import Event, LogScanner
+from parsers.timeinfo import year_hint_from_bytes
+
+MIN_PARALLEL_BYTES = 32 << 20  # below this, starting workers costs more than it saves
+_PIECE_BYTES = 16 << 20
+_WARMUP_BYTES = 512 << 10
+_FIRST_BLOCK_BYTES = 1 << 20  # the file tail's read size: the year hint looks at the same first block
+_FEED_BYTES = 4 << 20
+MAX_LINE_BYTES = 1 << 20  # the sources' line cap: a longer line is cut there, which only they do
+
+Render = Callable[[list[Event]], Any]  # events of a piece -> what travels back (events, or text)
+
+
+class NotSplittable(Exception):
+    """The file must be read sequentially (wrapped paste, over-long line)."""
+
+
+@dataclass(frozen=True)
+class _Piece:
+    path: str
+    start: int
+    end: int
+    first_line_no: int
+    last: bool
+
+
+@dataclass
+class _PieceResult:
+    output: Any
+    state_before: tuple | None  # None: the piece was scanned from the true state (start of file or a rescan)
+    state_after: tuple
+    parse_errors: int
+
+
+def worker_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def should_split(path: str, workers: int | None = None) -> bool:
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return False
+    return (workers or worker_count()) > 1 and size >= MIN_PARALLEL_BYTES
+
+
+def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
+              workers: int | None = None, piece_bytes: int = _PIECE_BYTES) -> Iterator[Any]:
+    """``render(events)`` of consecutive pieces of ``path``, in order: together, the events a
+    sequential ``LogScanner`` gives for the whole file, ``finish`` included.
+
+    Raises ``NotSplittable`` (before yielding anything) when the file must be read sequentially.
+    """
+    workers = workers or worker_count()
+    mtime = os.stat(path).st_mtime
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        _check_splittable(path, data, year, tz, mtime)
+        bounds = _piece_bounds(data, piece_bytes)
+        hint = year_hint_from_bytes(data[: _first_block_end(data)])
+    context = multiprocessing.get_context("fork")  # workers inherit the loaded parsers: no re-import
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                             initializer=_init_worker, initargs=(year, tz, mtime, hint, render)) as pool:
+        counts = list(pool.map(_count_lines, [(path, s, e) for s, e in bounds]))
+        if any(count is None for count in counts):
+            raise NotSplittable(f"{path}: a line longer than {MAX_LINE_BYTES} bytes is cut by the sequential reader")
+        pieces, line_no = [], 1
+        for (start, end), count in zip(bounds, counts):
+            pieces.append(_Piece(path, start, end, line_no, end == bounds[-1][1]))
+            line_no += count
+        in_flight: deque[tuple[_Piece, Future]] = deque()
+        queue = iter(pieces)
+        true_state: tuple | None = None
+        for piece in queue:
+            in_flight.append((piece, pool.submit(_scan_piece, piece, None)))
+            if len(in_flight) >= 2 * workers:
+                break
+        while in_flight:
+            piece, future = in_flight.popleft()
+            result: _PieceResult = future.result()
+            if result.state_before is not None and result.state_before != true_state:
+                result = _scan_piece_here(piece, true_state, year, tz, mtime, hint, render)
+            true_state = result.state_after
+            yield result.output
+            nxt = next(queue, None)
+            if nxt is not None:
+                in_flight.append((nxt, pool.submit(_scan_piece, nxt, None)))
+
+
+def _check_splittable(path: str, data: mmap.mmap, year: int | None, tz: tzinfo | None, mtime: float) -> None:
+    probe = LogScanner(path, year=year, tz=tz, mtime=mtime)
+    first = data[: _first_block_end(data)]
+    probe.feed(first, 1)
+    if probe.wrapped:
+        raise NotSplittable(f"{path}: terminal-wrapped lines are rejoined sequentially")
+
+
+def _first_block_end(data: mmap.mmap) -> int:
+    end = data.rfind(b"\n", 0, _FIRST_BLOCK_BYTES)
+    return len(data) if end < 0 or len(data) <= _FIRST_BLOCK_BYTES else end + 1
+
+
+def _piece_bounds(data: mmap.mmap, piece_bytes: int) -> list[tuple[int, int]]:
+    bounds, start, size = [], 0, len(data)
+    while start < size:
+        end = size if size - start <= piece_bytes * 3 // 2 else data.find(b"\n", start + piece_bytes)
+        end = size if end < 0 else (end + 1 if end < size else end)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+# --- worker side ----------------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(year, tz, mtime, hint, render) -> None:
+    _WORKER.update(year=year, tz=tz, mtime=mtime, hint=hint, render=render)
+
+
+def _count_lines(task: tuple[str, int, int]) -> int | None:
+    """Newlines in ``[start, end)``; None when a line there is longer than the cap."""
+    path, start, end = task
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        # Jump from the last newline of each cap-sized window to the next: a window with
+        # none is a line over the cap. A few hundred C calls per piece, not one per line.
+        pos = start
+        while end - pos > MAX_LINE_BYTES:
+            newline = data.rfind(b"\n", pos, pos + MAX_LINE_BYTES + 1)
+            if newline < 0:
+                return None
+            pos = newline + 1
+        return data[start:end].count(b"\n")  # mmap has no count() before Python 3.13
+
+
+def _scan_piece(piece: _Piece, state: tuple | None) -> _PieceResult:
+    w = _WORKER
+    return _scan_piece_here(piece, state, w["year"], w["tz"], w["mtime"], w["hint"], w["render"])
+
+
+def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, render: Render) -> _PieceResult:
+    """Scan one piece; from ``state`` when given, else from a warm-up guess (recorded for the check)."""
+    scanner = LogScanner(piece.path, year=year, tz=tz, mtime=mtime)
+    state_before = None
+    with open(piece.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if state is not None:
+            scanner.restore(state)
+        elif piece.start > 0:
+            warm_start = _warmup_start(data, piece.start)
+            if warm_start > 0:
+                scanner.start_mid_file(hint)
+            warm_line = piece.first_line_no - data[warm_start:piece.start].count(b"\n")
+            _feed(scanner, data, warm_start, piece.start, warm_line)  # events of the previous piece: dropped
+            state_before = scanner.boundary_state()
+        events = _feed(scanner, data, piece.start, piece.end, piece.first_line_no)
+    if piece.last:
+        events += scanner.finish()
+    return _PieceResult(render(events), state_before, scanner.boundary_state(), scanner.parse_errors)
+
+
+def _warmup_start(data: mmap.mmap, start: int) -> int:
+    if start <= _WARMUP_BYTES:
+        return 0
+    newline = data.find(b"\n", start - _WARMUP_BYTES, start)
+    return newline + 1 if newline >= 0 else start
+
+
+def _feed(scanner: LogScanner, data: mmap.mmap, start: int, end: int, line_no: int) -> list[Event]:
+    events: list[Event] = []
+    pos = start
+    while pos < end:
+        size = _first_block_end(data) if pos == 0 else _FEED_BYTES
+        stop = min(end, pos + size)
+        if stop < end:
+            stop = data.rfind(b"\n", pos, stop) + 1  # lines are under the cap (checked while counting)
+        block = data[pos:stop]
+        events += scanner.feed(block, line_no)
+        line_no += block.count(b"\n")
+        pos = stop
+    return events

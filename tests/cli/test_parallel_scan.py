@@ -1,0 +1,147 @@
+"""Scanning one file in pieces on every core gives exactly the sequential scan's events."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from pdwatch import parallel_scan
+from pdwatch.cli import main
+from pdwatch.event_stream import EventStream
+from pdwatch.sources import SourceNotice, SourceSet
+from tests.conftest import REPO
+
+_STATS = ("(APIServer pid=9) INFO {md} {hms} [loggers.py:335] Engine 00{e}: Avg prompt throughput: 2444.7 tokens/s, "
+          "Avg generation throughput: 2194.7 tokens/s, Running: 4 reqs, Waiting: 44 reqs, GPU KV cache usage: 0.2%, "
+          "Prefix cache hit rate: 0.0%\n")
+_XFER = "(APIServer pid=9) INFO {md} {hms} [metrics.py:1] KV Transfer metrics: Num successful transfers=3\n"
+_NOISE = "(EngineCore_DP1 pid=12) DEBUG {md} {hms} [core.py:7] step {i} scheduled some requests for this engine\n"
+
+
+def _sequential(path: Path) -> list:
+    stream = EventStream(SourceSet([str(path)], follow=False), year=2026)
+    return [e for e in stream if not isinstance(e, SourceNotice)]
+
+
+def _pieces(path: Path, **kw) -> list:
+    chunks = parallel_scan.scan_file(str(path), year=2026, tz=None, render=list, workers=2, **kw)
+    return [event for chunk in chunks for event in chunk]
+
+
+@pytest.fixture
+def small_warmup(monkeypatch):
+    monkeypatch.setattr(parallel_scan, "_WARMUP_BYTES", 4096)
+
+
+@pytest.fixture
+def rescans(monkeypatch) -> list:
+    """Pieces the parent rescanned from the true state (workers run in other processes)."""
+    seen: list = []
+    real = parallel_scan._scan_piece_here
+
+    def counting(piece, state, *args):
+        seen.append(piece.start)
+        return real(piece, state, *args)
+
+    monkeypatch.setattr(parallel_scan, "_scan_piece_here", counting)
+    return seen
+
+
+def _write_run(path: Path, lines: int, *, start_month_day: str = "11-29", rollover_at: int | None = None,
+               traceback_at: int | None = None, traceback_frames: int = 0) -> None:
+    with path.open("w") as out:
+        md = start_month_day
+        for i in range(lines):
+            if rollover_at is not None and i == rollover_at:
+                md = "01-01"
+            hms = f"{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}"
+            if traceback_at is not None and i == traceback_at:
+                out.write(f"(EngineCore_DP0 pid=11) ERROR {md} {hms} [core.py:9] Traceback (most recent call last):\n")
+                for f in range(traceback_frames):
+                    out.write(f'(EngineCore_DP0 pid=11) ERROR {md} {hms} [core.py:9]   File "x{f}.py", line {f}, in run\n')
+                out.write(f"(EngineCore_DP0 pid=11) ERROR {md} {hms} [core.py:9] RuntimeError: boom {i}\n")
+            out.write(_NOISE.format(md=md, hms=hms, i=i))
+            if i % 7 == 0:
+                out.write(_STATS.format(md=md, hms=hms, e=i % 4))
+                out.write(_XFER.format(md=md, hms=hms))
+
+
+def test_generated_dynamo_node_log_in_pieces_equals_sequential(tmp_path, small_warmup):
+    log = tmp_path / "node.log"
+    subprocess.run([sys.executable, str(REPO / "bench" / "make_mixed_log.py"), "--size", "3M", "--out", str(log)],
+                   check=True, capture_output=True)
+    sequential = _sequential(log)
+    assert len(sequential) > 1000
+    assert _pieces(log, piece_bytes=200_000) == sequential
+
+
+def test_year_rollover_inside_a_piece_is_rescanned_from_the_true_state(tmp_path, small_warmup, rescans):
+    log = tmp_path / "newyear.log"
+    _write_run(log, 12_000, start_month_day="12-31", rollover_at=6_000)
+    sequential = _sequential(log)
+    years = {e.ts.year for e in sequential}
+    assert years == {2026, 2027}
+    assert _pieces(log, piece_bytes=100_000) == sequential
+    assert rescans, "the pieces after the new year guessed the old year: they must have been rescanned"
+
+
+def test_traceback_longer_than_the_warmup_across_pieces(tmp_path, small_warmup, rescans):
+    log = tmp_path / "crash.log"
+    _write_run(log, 8_000, traceback_at=3_000, traceback_frames=400)
+    sequential = _sequential(log)
+    tracebacks = [e for e in sequential if e.kind == "traceback"]
+    assert len(tracebacks) == 1 and tracebacks[0].values["frames"] == 400
+    assert _pieces(log, piece_bytes=60_000) == sequential
+    assert rescans
+
+
+def test_plain_run_needs_no_rescan(tmp_path, small_warmup, rescans):
+    log = tmp_path / "plain.log"
+    _write_run(log, 8_000)
+    assert _pieces(log, piece_bytes=80_000) == _sequential(log)
+    assert rescans == []
+
+
+def test_line_over_the_cap_is_left_to_the_sequential_reader(tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel_scan, "MAX_LINE_BYTES", 10_000)
+    log = tmp_path / "long.log"
+    _write_run(log, 3_000)
+    with log.open("a") as out:
+        out.write("x" * 20_000 + "\n")
+    with pytest.raises(parallel_scan.NotSplittable):
+        _pieces(log, piece_bytes=50_000)
+
+
+def test_terminal_wrapped_file_is_not_split(tmp_path):
+    log = tmp_path / "pasted.log"
+    line = _STATS.format(md="11-29", hms="10:00:00", e=0).rstrip("\n")
+    with log.open("w") as out:
+        for _ in range(400):
+            out.write("\n".join(line[i:i + 80] for i in range(0, len(line), 80)) + "\n")
+    with pytest.raises(parallel_scan.NotSplittable):
+        _pieces(log, piece_bytes=10_000)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "table"])
+def test_parse_command_prints_the_same_bytes_split_or_not(tmp_path, monkeypatch, small_warmup, fmt):
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    _write_run(first, 4_000)
+    _write_run(second, 500, traceback_at=100, traceback_frames=3)
+
+    def run() -> str:
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert main(["parse", "--year", "2026", "--format", fmt, str(tmp_path)]) == 0
+        return out.getvalue()
+
+    sequential = run()
+    monkeypatch.setattr(parallel_scan, "worker_count", lambda: 2)  # split even on a one-core CI runner
+    monkeypatch.setattr(parallel_scan, "MIN_PARALLEL_BYTES", 100_000)
+    monkeypatch.setattr(parallel_scan, "_PIECE_BYTES", 50_000)
+    assert parallel_scan.should_split(str(first)) and not parallel_scan.should_split(str(second))
+    assert run() == sequential
