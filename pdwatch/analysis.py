@@ -76,6 +76,8 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
         view = store.view()
         for now in evaluation_times(store, *clock):
             engine.evaluate(view, now.floor("us").to_pydatetime())
+    # A user regex that timed out (rules.userregex): "rules.yaml:12: ..." on stderr and in the report.
+    notices += [SourceNotice(m.split(":", 1)[0], "rules", m) for m in engine.notices]
     return Analysis(list(paths), store, result, engine.findings(), rules, notices,
                     sources.metrics_files, clock, capacity)
 

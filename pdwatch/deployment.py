@@ -22,7 +22,7 @@ from parsers import Event
 ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
 
 _SRT_SLURM = regex.compile(
-    r"^(?P<node>.+?)_(?P<role>prefill|decode|agg|frontend)_(?:w)?(?P<index>\d+)\.(?:out|err|log|txt)$")
+    r"^(?P<node>.+?)_(?P<role>prefill|decode|agg|frontend)_(?:w)?(?P<index>\d+)(?:\.metrics)?\.(?:out|err|log|txt)$")
 _ROLE_WORD = regex.compile(r"(?<![a-z])(prefill|decode)(?![a-z])", regex.I)
 _LOG_SUFFIX = regex.compile(r"(?:\.metrics)?\.(?:out|log|err|txt)$")  # x.log and x.metrics.txt: one endpoint
 _KV_ROLE = {"kv_producer": "prefill", "kv_consumer": "decode"}

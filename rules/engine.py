@@ -43,6 +43,7 @@ class _Alert:
     resolved_at: int | None = None
     keep_since: int | None = None
     value: float | None = None
+    severity: str | None = None  # of the rule, or of the variant that words it
     texts: dict[str, tuple[str | EnginesHole, ...]] = field(default_factory=dict)
     evidence: EvidenceLog | None = None
 
@@ -73,6 +74,9 @@ class RuleEngine:
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
             raise ValueError(f"duplicate finding ids: {', '.join(dup)}")
+        self._patterns = [p for r in self.rules for p in r.patterns()]
+        self.notices: list[str] = []  # every notice so far: a user pattern that timed out
+        self._unread: list[str] = []
         self.reset()
 
     def reset(self) -> None:
@@ -98,6 +102,16 @@ class RuleEngine:
         with np.errstate(all="ignore"):  # overflow/NaN are values here (unknown), not warnings
             for ri, rule in enumerate(self.rules):
                 out += self._step(ri, rule, evaluation.ctx(rule.scope), now_us)
+        for pattern in self._patterns:
+            if pattern.notices:
+                new = pattern.take_notices()
+                self.notices += new
+                self._unread += new
+        return out
+
+    def take_notices(self) -> list[str]:
+        """Notices (one line each, ``file:line: ...``) since the previous call."""
+        out, self._unread = self._unread, []
         return out
 
     def _layouts(self, view: DeploymentView) -> Layouts:
@@ -182,20 +196,25 @@ class RuleEngine:
             return
         n = ctx.n
         value = broadcast(to_num(ev(rule.value.root, ctx)), n)
+        variant_holds = [broadcast(to_num(ev(v.when.root, ctx)), n) == 1.0 for v in rule.variants]
         holes: dict[int, Any] = {}
-        for t in (rule.summary, rule.explanation, rule.recommendation):
+        templates = [rule.summary, rule.explanation, rule.recommendation]
+        templates += [t for v in rule.variants for t in (v.summary, v.explanation, v.recommendation) if t]
+        for t in templates:
             for e in t.exprs:
                 holes[id(e)] = ev(e.root, ctx)
         for i, alert in live:
             v = value[i]
             alert.value = None if v != v else float(v)
+            variant = next((var for var, holds in zip(rule.variants, variant_holds) if holds[i]), None)
+            alert.severity = (variant.severity if variant else None) or rule.severity
             for name in ("summary", "explanation", "recommendation"):
-                tmpl = getattr(rule, name)
+                tmpl = getattr(variant, name, None) or getattr(rule, name)
                 alert.texts[name] = tmpl.render(lambda h: _fill(h, i, rule, ctx, alert, holes))
 
     def _state(self, rule: Rule, a: _Alert) -> FindingState:
         return FindingState(
-            rule=rule.finding, state=a.state, severity=rule.severity, scope=rule.scope,
+            rule=rule.finding, state=a.state, severity=a.severity or rule.severity, scope=rule.scope,
             endpoint=a.key[0], engines=list(a.engines), active_at=_dt(a.active_at),  # type: ignore[arg-type]
             fired_at=_dt(a.fired_at), resolved_at=_dt(a.resolved_at), value=a.value,
             summary=join(a.texts.get("summary", ()), a.engines),
@@ -232,7 +251,7 @@ class RuleEngine:
         events = _round_robin([a.evidence.events if a.evidence else [] for a in cluster], limit)
         rows = _round_robin([a.evidence.rows if a.evidence else [] for a in cluster], limit)
         return Finding(
-            rule=rule.finding, severity=rule.severity, endpoint=cluster[0].key[0], engines=engines,
+            rule=rule.finding, severity=rep.severity or rule.severity, endpoint=cluster[0].key[0], engines=engines,
             start=_dt(min(a.fired_at for a in cluster)),  # type: ignore[arg-type, type-var]
             end=None if any(e is None for e in ends) else _dt(max(ends)),  # type: ignore[type-var]
             summary=join(rep.texts.get("summary", ()), engines),
@@ -286,7 +305,7 @@ def _fill(hole: Hole, i: int, rule: Rule, ctx: Ctx, alert: _Alert, holes: dict[i
     if hole.name == "finding":
         return rule.finding
     if hole.name == "severity":
-        return rule.severity
+        return alert.severity or rule.severity
     if hole.name == "role":
         e = ctx.lay.ep[i]
         return ctx.lay.view.endpoints[e].role if e >= 0 else "deployment"

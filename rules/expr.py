@@ -345,9 +345,13 @@ class Expr:
     def event_kinds(self) -> list[str]:
         seen: dict[str, None] = {}
         for n in self.root.walk():
-            if isinstance(n, Call) and n.name == "count_events":
+            if isinstance(n, Call) and n.name in ("count_events", "count_matching"):
                 seen.setdefault(n.args[0].value)  # type: ignore[attr-defined]
         return list(seen)
+
+    def patterns(self) -> list[Node]:
+        """Literals holding a user regular expression (``.pattern``, a ``UserPattern``)."""
+        return [n for n in self.root.walk() if getattr(n, "pattern", None) is not None]
 
     def windows(self) -> list[Node]:
         """Window arguments (to know how far back the evidence of a finding reaches)."""

@@ -8,6 +8,8 @@ Parameter kinds:
   num     a number (elementwise functions accept per-line numbers too)
   any     any value
   fact / role / kind / prob   a literal: fact name, role (or "*"), event kind, 0..1
+  pattern a literal regular expression, compiled at load (``rules.userregex``: a timeout
+          on every search, so a catastrophic pattern cannot hang an evaluation)
   peer_num / peer_bool        an expression evaluated for each endpoint of a role
 """
 
@@ -20,8 +22,9 @@ import numpy as np
 
 from . import reduce as R
 from .context import Ctx
-from .layout import MISSING
+from .layout import MISSING, NAT
 from .nodes import ANY, BOOL, DUR, NUM, STR, Call, Lit, Node, Samples, ev
+from .userregex import UserPattern
 from .values import NAN, broadcast, to_num
 
 ALL_SCOPES = frozenset({"engine", "endpoint", "deployment"})
@@ -107,26 +110,59 @@ def _since_last(ctx: Ctx, node: Call) -> np.ndarray:
     return out
 
 
-def _count_events(ctx: Ctx, node: Call) -> np.ndarray:
+def _event_bounds(ctx: Ctx, idx: Any, window: Node | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per instance, the positions [start, end) in ``idx`` of the dated events in the
+    window (no window: every dated event up to now)."""
     lay = ctx.lay
-    idx = lay.event_index(node.args[0].value)  # type: ignore[attr-defined]
     inst = np.arange(ctx.n, dtype=np.int64) * lay.span
     hi = min(max(ctx.now, -1), lay.span - 1)
     end = np.searchsorted(idx.keys, inst + hi, side="right")
-    if len(node.args) > 1:
-        sel_w = node.args[1]
-        if isinstance(sel_w, Lit):
-            width = np.float64(round(float(sel_w.value) * 1e6))
-        elif isinstance(sel_w, Samples):
-            width = ctx.interval_us() * sel_w.count
-        else:
-            width = np.nan_to_num(np.asarray(to_num(ev(sel_w, ctx)), dtype=np.float64) * 1e6)
-        lo = np.clip(ctx.now - width, -1, lay.span - 1).astype(np.int64)
-        start = np.searchsorted(idx.keys, inst + lo, side="right")
+    if window is None:
+        return np.searchsorted(idx.keys, inst - 1, side="right"), end
+    if isinstance(window, Lit):
+        width = np.float64(round(float(window.value) * 1e6))
+    elif isinstance(window, Samples):
+        width = ctx.interval_us() * window.count
+    else:
+        width = np.nan_to_num(np.asarray(to_num(ev(window, ctx)), dtype=np.float64) * 1e6)
+    lo = np.clip(ctx.now - width, -1, lay.span - 1).astype(np.int64)
+    return np.searchsorted(idx.keys, inst + lo, side="right"), end
+
+
+def _count_events(ctx: Ctx, node: Call) -> np.ndarray:
+    idx = ctx.lay.event_index(node.args[0].value)  # type: ignore[attr-defined]
+    windowed = len(node.args) > 1
+    start, end = _event_bounds(ctx, idx, node.args[1] if windowed else None)
+    if windowed:
         return (end - start).astype(np.float64)
     # No window: everything so far, and events whose time the log did not say.
-    start = np.searchsorted(idx.keys, inst - 1, side="right")
     return (end - start + idx.undated).astype(np.float64)
+
+
+def _count_matching(ctx: Ctx, node: Call) -> np.ndarray:
+    """count_events of the events whose line matches a user pattern. Only the events
+    counted are searched, each line text once (the pattern memoises); a pattern switched
+    off after timeouts makes the count unknown."""
+    lay, evs = ctx.lay, ctx.lay.events
+    kind = node.args[0].value  # type: ignore[attr-defined]
+    pat: UserPattern = node.args[1].pattern  # type: ignore[attr-defined]
+    idx = lay.event_index(kind)
+    windowed = len(node.args) > 2
+    start, end = _event_bounds(ctx, idx, node.args[2] if windowed else None)
+    rows: list[list[int]] = [idx.rows[a:b].tolist() for a, b in zip(start, end)]
+    if not windowed and idx.undated.any():  # so far: the events without a time count too
+        pos = np.flatnonzero((evs.kind == kind) & (evs.ts == NAT))
+        for p, i in zip(pos.tolist(), lay._event_instances(evs.ep[pos], evs.engine[pos]).tolist()):
+            if i >= 0:
+                rows[i].append(p)
+    out = np.zeros(ctx.n)
+    for i, positions in enumerate(rows):
+        for p in positions:
+            got = pat.search(evs.text[p], f"{evs.source[p]}:{evs.line_no[p]}")
+            if got is None:  # switched off: what it would have found is unknown
+                return np.full(ctx.n, NAN)
+            out[i] += got
+    return out
 
 
 # -- facts and scope -------------------------------------------------------------------
@@ -256,6 +292,8 @@ FUNCTIONS: dict[str, Fn] = {f.name: f for f in [
     _fn("samples", ("window",), NUM, "window", _samples, doc="stats lines in the window"),
     _fn("count_events", ("kind", "window"), NUM, "window", _count_events, scopes=ALL_SCOPES,
         optional=1, doc="events of a kind in the window (no window: so far)"),
+    _fn("count_matching", ("kind", "pattern", "window"), NUM, "window", _count_matching, scopes=ALL_SCOPES,
+        optional=1, doc="events of a kind whose line matches a regular expression, in the window / so far"),
     _fn("since_first", (), NUM, "inst", _since_first, doc="seconds since the first stats line"),
     _fn("since_last", (), NUM, "inst", _since_last, doc="seconds since the latest stats line"),
     _fn("fact", ("fact",), ANY, "inst", _fact, scopes=ALL_SCOPES, doc="a start-up fact"),

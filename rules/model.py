@@ -51,6 +51,7 @@ ENDPOINT_FACTS: dict[str, str] = {
     "tensor_parallel_size": "TP size",
     "data_parallel_size": "DP size",
     "stats_disabled": "vLLM said it will not log stats (bool)",
+    "stats_from_metrics": "the endpoint's stats come from recorded /metrics scrapes, not stats lines (bool)",
 }
 
 # Deployment-level facts (``DeploymentView.facts``).

@@ -16,6 +16,10 @@
         summary: "{{ endpoint }} engine {{ engines }} is capped at {{ fact.max_num_seqs }}"
         explanation: "..."              # templates, see rules.template
         recommendation: "..."
+        variants:                       # optional: another severity and wording where `when` holds
+        - when: has_fact("max_num_seqs") and fact.max_num_seqs > 1024
+          severity: info
+          summary: "..."                # severity, summary, explanation, recommendation: any of them
         evidence:                       # optional: which log lines to quote
           rows: running >= fact("max_num_seqs") and waiting > 0   # per-line filter
           rank: waiting                 # per-line number, larger = more telling
@@ -46,13 +50,15 @@ from .model import EVENT_KINDS, STATS_FIELDS
 from .nodes import BOOL, Binary, Node
 from .span import ZERO, Span, parse_span
 from .template import EMPTY, Template, parse_template
+from .userregex import UserPattern
 from .yamlnodes import YamlProblem, compose, kind, line_of, scalar
 
 SEVERITIES = ("info", "warning", "critical")
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 _ID_RE = re.compile(r"[a-z][a-z0-9_]*")
 _RULE_KEYS = ("finding", "enabled", "scope", "when", "expr", "value", "for", "keep_firing_for",
-              "severity", "labels", "summary", "explanation", "recommendation", "evidence")
+              "severity", "labels", "summary", "explanation", "recommendation", "evidence", "variants")
+_VARIANT_KEYS = ("when", "severity", "summary", "explanation", "recommendation")
 _GROUP_KEYS = ("name", "labels", "rules")
 _EVIDENCE_KEYS = ("rows", "rank", "events", "fields", "limit")
 
@@ -64,6 +70,17 @@ class EvidenceSpec:
     events: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
     limit: int = 3
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Another severity and wording of a rule for the instances where ``when`` holds (None: the rule's)."""
+
+    when: Expr
+    severity: str | None = None
+    summary: Template | None = None
+    explanation: Template | None = None
+    recommendation: Template | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,7 @@ class Rule:
     group: str = ""
     origin: str = ""  # "file:line" of the rule
     enabled: bool = True
+    variants: tuple[Variant, ...] = ()  # the first whose ``when`` holds words the finding
 
     def quoted_fields(self) -> tuple[str, ...]:
         """Stats fields shown in quoted stats lines: as declared, else those the rule reads."""
@@ -94,6 +112,18 @@ class Rule:
             for f in (e.fields() if e is not None else []):
                 seen.setdefault(f)
         return tuple(f for f in STATS_FIELDS if f in seen)
+
+    def patterns(self) -> list[UserPattern]:
+        """The user regular expressions of the rule (``rules.userregex``), in order."""
+        exprs = [self.expr, self.when, self.value, self.evidence.rows, self.evidence.rank]
+        exprs += [e for t in (self.summary, self.explanation, self.recommendation) for e in t.exprs]
+        for v in self.variants:
+            exprs += [v.when] + [e for t in (v.summary, v.explanation, v.recommendation) if t for e in t.exprs]
+        seen: dict[int, UserPattern] = {}
+        for e in exprs:
+            for lit in (e.patterns() if e is not None else []):
+                seen.setdefault(id(lit.pattern), lit.pattern)  # type: ignore[attr-defined]
+        return list(seen.values())
 
     def quoted_events(self) -> tuple[str, ...]:
         if self.evidence.events:
@@ -142,11 +172,14 @@ class _File:
         if text is None:
             return None
         try:
-            return compile_expr(text, scope, want=want, rows=rows)
+            expr = compile_expr(text, scope, want=want, rows=rows)
         except RuleSyntaxError as e:
             line, col = _position(node, text, e.column)
             self.problem(line, f"{what}: {e.message} (column {col})")
             return None
+        for lit in expr.patterns():  # a slow pattern's notice names its line
+            lit.pattern.origin = f"{self.path}:{_position(node, text, lit.col)[0]}"  # type: ignore[attr-defined]
+        return expr
 
     def template(self, node: yaml.Node, what: str, scope: str, value: Expr | None) -> Template | None:
         text = self.text(node, what)
@@ -309,12 +342,7 @@ def _rule(f: _File, node: yaml.Node, group: str, group_labels: dict[str, str],
     expr = f.expr(m["expr"][1], "expr", scope, want=BOOL) if "expr" in m else None
     when = f.expr(m["when"][1], "when", scope, want=BOOL) if "when" in m else None
     value = f.expr(m["value"][1], "value", scope) if "value" in m else None
-    severity = None
-    if "severity" in m:
-        severity = f.text(m["severity"][1], "severity")
-        if severity is not None and severity not in SEVERITIES:
-            f.problem(line_of(m["severity"][1]),
-                      f"severity must be one of {', '.join(SEVERITIES)}, got '{severity}'")
+    severity = _severity(f, m["severity"][1]) if "severity" in m else None
     for_ = f.span(m["for"][1], "for") if "for" in m else ZERO
     keep = f.span(m["keep_firing_for"][1], "keep_firing_for") if "keep_firing_for" in m else ZERO
     labels = dict(group_labels)
@@ -325,13 +353,47 @@ def _rule(f: _File, node: yaml.Node, group: str, group_labels: dict[str, str],
     texts = {k: f.template(m[k][1], k, scope, value) if k in m else EMPTY
              for k in ("summary", "explanation", "recommendation")}
     evidence = _evidence(f, m["evidence"][1], scope) if "evidence" in m else EvidenceSpec()
+    variants = _variants(f, m["variants"][1], scope, value) if "variants" in m else ()
     if len(f.problems) > before or expr is None or value is None:
         return None
-    return Rule(finding=fid, scope=scope, expr=expr, value=value,
+    rule = Rule(finding=fid, scope=scope, expr=expr, value=value,
                 severity=severity, summary=texts["summary"], when=when, for_=for_,  # type: ignore[arg-type]
                 keep_firing_for=keep, labels=labels,  # type: ignore[arg-type]
                 explanation=texts["explanation"], recommendation=texts["recommendation"],  # type: ignore[arg-type]
-                evidence=evidence, group=group, origin=f"{f.path}:{line}")  # type: ignore[arg-type]
+                evidence=evidence, group=group, origin=f"{f.path}:{line}",  # type: ignore[arg-type]
+                variants=variants)
+    for pattern in rule.patterns():
+        pattern.located(pattern.origin or rule.origin, fid)
+    return rule
+
+
+def _severity(f: _File, node: yaml.Node) -> str | None:
+    severity = f.text(node, "severity")
+    if severity is not None and severity not in SEVERITIES:
+        f.problem(line_of(node), f"severity must be one of {', '.join(SEVERITIES)}, got '{severity}'")
+        return None
+    return severity
+
+
+def _variants(f: _File, node: yaml.Node, scope: str, value: Expr | None) -> tuple[Variant, ...]:
+    if not isinstance(node, yaml.SequenceNode):
+        f.problem(line_of(node), f"variants must be a list, got {kind(node)}")
+        return ()
+    out = []
+    for item in node.value:
+        m = f.mapping(item, "a variant", _VARIANT_KEYS)
+        if m is None:
+            continue
+        if "when" not in m:
+            f.problem(line_of(item), "variant without 'when'")
+            continue
+        when = f.expr(m["when"][1], "variant when", scope, want=BOOL)
+        severity = _severity(f, m["severity"][1]) if "severity" in m else None
+        texts = {k: f.template(m[k][1], f"variant {k}", scope, value) if k in m else None
+                 for k in ("summary", "explanation", "recommendation")}
+        if when is not None:
+            out.append(Variant(when, severity, **texts))
+    return tuple(out)
 
 
 def _disabled(fid: str, group: str, path: str, line: int) -> Rule:

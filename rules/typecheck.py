@@ -17,6 +17,7 @@ from .errors import RuleSyntaxError
 from .functions import FUNCTIONS, Fn
 from .model import DEPLOYMENT_FACTS, ENDPOINT_FACTS, EVENT_KINDS, ROLES, STATS_FIELDS
 from .nodes import ANY, BOOL, DUR, NUM, STR, Binary, Call, Field, Lit, Node, Samples, Unary
+from .userregex import PatternError, UserPattern
 from .values import NAN, arith, compare, logic_and, logic_not, logic_or
 
 SCOPES = ("engine", "endpoint", "deployment")
@@ -153,6 +154,8 @@ class _Checker:
         where = f"{fn.name}()"
         if kind in ("fact", "role", "kind"):
             return self._literal_arg(fn, kind, arg, env)
+        if kind == "pattern":
+            return _pattern_arg(fn, arg)
         if kind == "prob":
             if not (isinstance(arg, Lit) and arg.type == NUM and 0 <= arg.value <= 1):  # type: ignore[operator]
                 raise RuleSyntaxError(f"{where} needs a quantile between 0 and 1 here", arg.col)
@@ -209,6 +212,17 @@ class _Checker:
             raise RuleSyntaxError(
                 f"field '{f.name}' has one value per stats line; {where} needs one value: "
                 f"use a window function such as last({f.name}) or avg({f.name}, 1m)", f.col)
+
+
+def _pattern_arg(fn: Fn, arg: Node) -> Node:
+    """A quoted regular expression, compiled now: a bad one fails the load, not a tick."""
+    if not (isinstance(arg, Lit) and arg.type == STR):
+        raise RuleSyntaxError(f"{fn.name}() needs a quoted regular expression here", arg.col)
+    try:
+        arg.pattern = UserPattern(str(arg.value))  # type: ignore[attr-defined]
+    except PatternError as e:
+        raise RuleSyntaxError(str(e), arg.col) from None
+    return arg
 
 
 def _cat(t: str) -> str:

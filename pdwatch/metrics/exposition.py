@@ -11,7 +11,11 @@ label is engine None) with these ``values`` (a key is absent when its metric is 
 - ``waiting``      <- ``vllm:num_requests_waiting``
 - ``kv_usage_pct`` <- 100 x ``vllm:kv_cache_usage_perc`` (or the older ``vllm:gpu_cache_usage_perc``)
 - ``prompt_tps`` / ``gen_tps`` <- rate of ``vllm:prompt_tokens_total`` / ``vllm:generation_tokens_total``
-  since the previous scrape of the same series (same source, same labels). Always present
+  since the previous scrape of the same series (same source, same labels). When the server
+  also exposes ``vllm:prompt_tokens_by_source_total`` (vLLM >= 0.16), ``prompt_tps`` is the rate
+  of its ``source="local_compute"`` series instead: since 0.16 the log's "Avg prompt throughput"
+  counts only locally computed tokens, while ``prompt_tokens_total`` also counts prefix-cache
+  hits and, on a PD decode worker, the prompts received from prefill. Always present
   when the counter is: ``None`` on the first scrape of a series, after a counter reset (the
   value went down: the new value becomes the baseline, never a negative rate) or when the
   clock did not move forward.
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import regex
 from prometheus_client.parser import text_string_to_metric_families
 
 from parsers import Event
@@ -38,11 +43,15 @@ WAITING = "vllm:num_requests_waiting"
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # newest first
 PROMPT_TOKENS = "vllm:prompt_tokens_total"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
+PROMPT_TOKENS_BY_SOURCE = "vllm:prompt_tokens_by_source_total"
 PREEMPTIONS = "vllm:num_preemptions_total"
 
 _GAUGES = {RUNNING: "running", WAITING: "waiting"}
-_RATES = {PROMPT_TOKENS: "prompt_tps", GENERATION_TOKENS: "gen_tps"}
-_WANTED = frozenset({RUNNING, WAITING, *KV_USAGE, PROMPT_TOKENS, GENERATION_TOKENS, PREEMPTIONS})
+# the log's prompt throughput counts local compute only (vLLM >= 0.16, when the by-source counter exists)
+_LOCAL_PROMPT = "_local_prompt_tps"
+_RATES = {PROMPT_TOKENS: "prompt_tps", GENERATION_TOKENS: "gen_tps", PROMPT_TOKENS_BY_SOURCE: _LOCAL_PROMPT}
+_WANTED = frozenset({RUNNING, WAITING, *KV_USAGE, PROMPT_TOKENS, PROMPT_TOKENS_BY_SOURCE, GENERATION_TOKENS,
+                     PREEMPTIONS})
 
 
 class ExpositionError(ValueError):
@@ -77,13 +86,35 @@ def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
     """(sample name, labels, value) of the vLLM samples pdwatch maps; ExpositionError if unparsable."""
     out = []
     try:
-        for family in text_string_to_metric_families(text):
+        for family in text_string_to_metric_families(_without_unmapped_lines(text)):
             for sample in family.samples:
                 if sample.name in _WANTED:
                     out.append((sample.name, dict(sample.labels), float(sample.value)))
     except (ValueError, TypeError, IndexError) as exc:
         raise ExpositionError(f"not a Prometheus exposition: {exc}") from exc
     return out
+
+
+# A well-formed sample or HELP/TYPE line, and the metric it names.
+_WELL_FORMED = regex.compile(
+    r"(?:# (?:HELP|TYPE) (?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?: .*)?"
+    r"|(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{[^{}\n]*\})? (?:[-+]?(?:[0-9.]+(?:[eE][-+]?[0-9]+)?|Inf)|NaN)"
+    r"(?: -?[0-9]+)?)\s*")
+
+
+def _without_unmapped_lines(text: str) -> str:
+    """The text minus the well-formed lines of metrics pdwatch does not map.
+
+    prometheus_client's parser costs milliseconds per exposition, most of it spent on the
+    histogram buckets of a vLLM page that pdwatch never reads. Anything that is not clearly
+    such a line (malformed text included) still reaches the parser, which judges it.
+    """
+    kept = []
+    for line in text.splitlines():
+        m = _WELL_FORMED.fullmatch(line)
+        if m is None or m["name"] in _WANTED:
+            kept.append(line)
+    return "\n".join(kept) + "\n"
 
 
 def _engine(labels: dict[str, str]) -> int | None:
@@ -105,6 +136,8 @@ def events_from_exposition(text: str, *, source: str, ts: datetime, line_no: int
     raw: dict[int | None, list[str]] = {}
     kv: dict[int | None, dict[str, float]] = {}
     for name, labels, value in parse_samples(text):
+        if name == PROMPT_TOKENS_BY_SOURCE and labels.get("source") != "local_compute":
+            continue
         engine = _engine(labels)
         values = per_engine.setdefault(engine, {})
         raw.setdefault(engine, []).append(f"{name.removeprefix('vllm:')}={value:g}")
@@ -136,9 +169,11 @@ def events_from_exposition(text: str, *, source: str, ts: datetime, line_no: int
             if name in fractions:
                 values["kv_usage_pct"] = 100.0 * fractions[name]
                 break
-        for key in ("prompt_tps", "gen_tps"):
+        for key in ("prompt_tps", "gen_tps", _LOCAL_PROMPT):
             if values.pop("_no_rate_" + key, False):
                 values[key] = None  # one series without a rate makes the engine's sum unknown
+        if _LOCAL_PROMPT in values:
+            values["prompt_tps"] = values.pop(_LOCAL_PROMPT)
         for key in ("running", "waiting", "preemptions"):
             if key in values:
                 values[key] = _int_if_whole(values[key])

@@ -76,6 +76,44 @@ def test_real_scrape_gauges_match_stats_lines_within_one_interval(scenario):
             assert min(seen) - tol <= ev.values[key] <= max(seen) + tol, (where, key, ev.values[key], seen)
 
 
+def scrape_sources(scenario: str):
+    """(scrape events of one server, that server's stats lines), per server of the scenario."""
+    events, errors = read_recorded(CPU / f"{scenario}.metrics.txt")
+    assert errors == []
+    by_source: dict[str, list] = {}
+    for ev in events:
+        by_source.setdefault(ev.source, []).append(ev)
+    for source, scrapes in by_source.items():
+        port = int(source.rsplit("#port=", 1)[1]) if "#port=" in source else None
+        yield scrapes, log_stats(SCENARIOS[scenario][port])
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+@pytest.mark.parametrize("key", ["prompt_tps", "gen_tps"])
+def test_real_scrape_rates_add_up_to_the_tokens_of_the_stats_lines(scenario, key):
+    """From the first scrape (end of an idle phase) to the last one (idle again), the tokens the counter
+    rates account for equal the tokens the stats lines report (rate x interval, summed).
+
+    Tolerance: 0.05 tokens/s per line (printed to one decimal) x the interval; 0.1 % because vLLM's
+    interval runs a little longer than VLLM_LOG_STATS_INTERVAL (the stats call itself); and the tokens
+    of the lines stamped within a second of either scrape, which may fall on either side of it (the log
+    stamps whole seconds). Prompt tokens are the locally computed ones, as the log counts them since
+    vLLM 0.16: ``prompt_tokens_total`` would count the 30,208 prefix-cache hits of s4 and the prompts
+    s10b's decode server received from prefill.
+    """
+    for scrapes, lines in scrape_sources(scenario):
+        first, last = scrapes[0], scrapes[-1]
+        from_counters = sum(b.values[key] * (b.ts - a.ts).total_seconds() for a, b in zip(scrapes, scrapes[1:]))
+        inside = [s for s in lines if first.ts < s.ts <= last.ts]
+        from_lines = INTERVAL_S * sum(s.values[key] for s in inside)
+        at_the_ends = [s for s in lines
+                       if min(abs(s.ts - first.ts), abs(s.ts - last.ts)) <= timedelta(seconds=SLACK_S)]
+        tolerance = (0.05 * INTERVAL_S * len(inside) + 0.001 * from_counters
+                     + INTERVAL_S * sum(s.values[key] for s in at_the_ends))
+        assert from_counters > 0
+        assert abs(from_counters - from_lines) <= tolerance, (first.source, key, from_counters, from_lines, tolerance)
+
+
 def test_real_scrape_figures_from_the_readme():
     events, _ = read_recorded(CPU / "s2_seqs4.metrics.txt")
     high = events[2]

@@ -64,6 +64,9 @@ V = deployment()
     ("count_events('nixl_failure', 5s)", [0, 0, 0], [1, 0]),
     ("count_events('oom')", [0, 0, 0], [1, 0]),
     ("count_events('oom', 1h)", [0, 0, 0], [0, 0]),
+    ("count_matching('kv_expired', '^$', 20s)", [0, 1, 0], [1, 0]),  # the events' text is ""
+    ("count_matching('oom', '^$')", [0, 0, 0], [1, 0]),
+    ("count_matching('kv_expired', 'x')", [0, 0, 0], [0, 0]),
     # facts and scope
     ("fact('max_num_seqs')", [8, 8, 16], [8, 16]),
     ("fact('max_concurrency')", [12.5, 12.5, None], [12.5, None]),
