@@ -5,6 +5,8 @@ Evidence, strongest first: an explicit topology (``--topology-file`` or
 one endpoint may span the files of several nodes), a file name containing the word
 ``prefill`` or ``decode``, then the log itself (``kv_role`` kv_producer/kv_consumer,
 a Dynamo worker naming its role). ``kv_both`` says nothing about the role.
+A ``/metrics`` URL is the endpoint ``host:port`` unless a topology entry lists it; an ssh
+source ``host:/path/file.log`` is named from its file name, like a local file.
 GPUs = DP x TP x PP where the log says so; otherwise a guess, flagged as such.
 """
 
@@ -14,6 +16,7 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+from urllib.parse import urlsplit
 
 import regex
 
@@ -40,7 +43,8 @@ class EndpointSpec:
 
     def matches(self, source: str) -> bool:
         base = os.path.basename(source)
-        return any(fnmatch.fnmatch(source, g) or fnmatch.fnmatch(base, g) for g in self.globs)
+        # equality first: a URL such as http://[::1]:8000/metrics is not a valid glob of itself
+        return any(source == g or fnmatch.fnmatch(source, g) or fnmatch.fnmatch(base, g) for g in self.globs)
 
 
 @dataclass
@@ -71,7 +75,10 @@ class Endpoint:
 
 
 def name_from_file(source: str) -> tuple[str, str | None]:
-    """Endpoint name and role a file name gives (role None when it says nothing)."""
+    """Endpoint name and role a file name gives (role None when it says nothing); a URL is ``host:port``."""
+    if source.startswith(("http://", "https://")):
+        parts = urlsplit(source)
+        return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}", None
     base = os.path.basename(source)
     m = _SRT_SLURM.match(base)
     if m:

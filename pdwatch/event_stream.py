@@ -1,7 +1,8 @@
-"""Sources -> parsers: one ``LogScanner`` per source, events in arrival order.
+"""Sources -> parsers: one ``LogScanner`` per log source, events in arrival order.
 
 This is the only place that joins the two stages; parse, report and watch all
-read events from here.
+read events from here. A ``/metrics`` scrape (``ScrapeBlock``) becomes ``stats`` events
+through ``pdwatch.metrics.exposition``, with one ``CounterState`` per URL for the rates.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from datetime import tzinfo
 from typing import Iterator
 
 from parsers import Event, LogScanner
-from pdwatch.sources import LineBlock, SourceNotice, SourceSet
+from pdwatch.metrics.exposition import CounterState, ExpositionError, events_from_exposition
+from pdwatch.sources import LineBlock, ScrapeBlock, SourceNotice, SourceSet
 
 
 class EventStream:
@@ -20,6 +22,7 @@ class EventStream:
         self._year = year
         self._tz = tz
         self._scanners: dict[str, tuple[int, LogScanner]] = {}
+        self._counters: dict[str, CounterState] = {}  # per URL: the previous scrape's counters
 
     def __iter__(self) -> Iterator[Event | SourceNotice]:
         for item in self._sources.blocks():
@@ -29,7 +32,9 @@ class EventStream:
             yield from self.events_of(item)
         yield from self.finish()
 
-    def events_of(self, block: LineBlock) -> list[Event]:
+    def events_of(self, block: LineBlock | ScrapeBlock) -> list[Event]:
+        if isinstance(block, ScrapeBlock):
+            return self._scrape_events(block)
         out: list[Event] = []
         entry = self._scanners.get(block.source)
         if entry is None:
@@ -41,6 +46,14 @@ class EventStream:
         self._scanners[block.source] = (block.generation, scanner)
         out.extend(scanner.feed(block.data, block.first_line_no))
         return out
+
+    def _scrape_events(self, block: ScrapeBlock) -> list[Event]:
+        state = self._counters.setdefault(block.source, CounterState())
+        try:
+            return events_from_exposition(block.text, source=block.source, ts=block.ts,
+                                          line_no=block.scrape_no, state=state)
+        except ExpositionError:
+            return []  # the scrape source checked it parses; nothing to add if it still does not
 
     def finish(self) -> list[Event]:
         out: list[Event] = []

@@ -5,6 +5,13 @@
         role: prefill
         globs: ["logs/*_prefill_w0.out"]
         gpus: 2
+      - name: decode_w0                      # its log and its live /metrics: one endpoint
+        role: decode
+        globs: ["logs/*_decode_w0.out", "ssh://node7/logs/*_decode_w0.out"]
+        urls: ["http://node7:8000/metrics"]
+
+``urls`` (or ``url``) name ``/metrics`` endpoints exactly (normalised: ``http://h:p`` gets
+``/metrics``); a URL or ``ssh://host/path`` written among the globs is understood too.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ import yaml
 
 from pdwatch.deployment import ROLES, EndpointSpec
 from pdwatch.errors import UsageError
+from pdwatch.metrics.scrape import normalize_url
+from pdwatch.sources.ssh_spec import is_ssh, parse_ssh
 
 
 def load_topology(path: str) -> list[EndpointSpec]:
@@ -38,18 +47,25 @@ def load_topology(path: str) -> list[EndpointSpec]:
         where = f"{path}: endpoints[{i}]"
         if not isinstance(entry, dict):
             raise UsageError(f"{where}: expected a mapping with name, role, globs")
-        unknown = set(entry) - {"name", "role", "globs", "glob", "gpus"}
+        unknown = set(entry) - {"name", "role", "globs", "glob", "urls", "url", "gpus"}
         if unknown:
             raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
         name, role = entry.get("name"), entry.get("role")
-        globs = entry.get("globs", entry.get("glob"))
+        globs = entry.get("globs", entry.get("glob", []))
         globs = [globs] if isinstance(globs, str) else globs
+        urls = entry.get("urls", entry.get("url", []))
+        urls = [urls] if isinstance(urls, str) else urls
         if not isinstance(name, str) or not name:
             raise UsageError(f"{where}: 'name' must be a non-empty string")
         if role not in ROLES:
             raise UsageError(f"{where}: 'role' must be one of {', '.join(ROLES)}")
-        if not isinstance(globs, list) or not globs or not all(isinstance(g, str) for g in globs):
+        if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
             raise UsageError(f"{where}: 'globs' must be a list of file globs")
+        if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
+            raise UsageError(f"{where}: 'urls' must be a list of http://HOST:PORT/metrics URLs")
+        if not globs and not urls:
+            raise UsageError(f"{where}: give 'globs' (log files) or 'urls' (/metrics), or both")
+        globs = [_source_pattern(g, where) for g in globs] + [_url(u, where) for u in urls]
         gpus = entry.get("gpus")
         if gpus is not None and (not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1):
             raise UsageError(f"{where}: 'gpus' must be a positive integer")
@@ -57,9 +73,28 @@ def load_topology(path: str) -> list[EndpointSpec]:
     return specs
 
 
+def _url(text: str, where: str) -> str:
+    try:
+        return normalize_url(text)
+    except ValueError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+
+
+def _source_pattern(text: str, where: str) -> str:
+    """A glob as the sources name what it matches: URLs normalised, ssh://host/p as host:/p."""
+    if text.lower().startswith(("http://", "https://")):
+        return _url(text, where)
+    if is_ssh(text):
+        try:
+            return parse_ssh(text).name
+        except ValueError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    return text
+
+
 def role_globs(prefill: list[str] | None, decode: list[str] | None) -> list[EndpointSpec]:
     specs = []
     for role, globs in (("prefill", prefill), ("decode", decode)):
         if globs:
-            specs.append(EndpointSpec("", role, tuple(globs)))
+            specs.append(EndpointSpec("", role, tuple(_source_pattern(g, f"--{role}") for g in globs)))
     return specs

@@ -28,9 +28,15 @@ def check_year(args: argparse.Namespace) -> None:
         raise UsageError(f"--year {args.year}: expected a four-digit year")
 
 
+def add_scrape_interval_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scrape-interval", type=float, default=2.0, metavar="S",
+                        help="seconds between two scrapes of each http(s):// /metrics URL given as a PATH "
+                             "(follow mode only; default 2)")
+
+
 def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology-file", metavar="FILE",
-                        help="YAML naming each endpoint: name, role, globs, gpus (beats what pdwatch infers)")
+                        help="YAML naming each endpoint: name, role, globs, urls, gpus (beats what pdwatch infers)")
     parser.add_argument("--prefill", action="append", metavar="GLOB", help="files matching GLOB are prefill workers")
     parser.add_argument("--decode", action="append", metavar="GLOB", help="files matching GLOB are decode workers")
 

@@ -1,10 +1,13 @@
-"""Sources layer: turn command-line paths into a stream of complete-line blocks (replay or follow)."""
+"""Sources layer: turn command-line paths, URLs and ssh:// globs into a stream of blocks (replay or follow)."""
 
 from .discovery import classify_txt, expand_candidates, expand_paths
 from .file_tail import FileTail
 from .framing import LineFramer
-from .records import NOTICE_KINDS, LineBlock, SourceNotice
+from .records import NOTICE_KINDS, LineBlock, ScrapeBlock, SourceNotice
+from .scrape_source import ScrapeSource, is_url
 from .source_set import SourceSet
+from .ssh_source import SshOptions, SshSource
+from .ssh_spec import is_ssh, parse_ssh
 from .stdin_source import StdinSource
 
 __all__ = [
@@ -12,10 +15,17 @@ __all__ = [
     "FileTail",
     "LineBlock",
     "LineFramer",
+    "ScrapeBlock",
+    "ScrapeSource",
     "SourceNotice",
     "SourceSet",
+    "SshOptions",
+    "SshSource",
     "StdinSource",
     "classify_txt",
     "expand_candidates",
     "expand_paths",
+    "is_ssh",
+    "is_url",
+    "parse_ssh",
 ]

@@ -1,8 +1,9 @@
-"""What the sources layer emits: blocks of complete lines, and notices about sources."""
+"""What the sources layer emits: blocks of complete lines, /metrics scrapes, and notices about sources."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 NOTICE_KINDS = frozenset(
     {
@@ -16,6 +17,8 @@ NOTICE_KINDS = frozenset(
         "line_capped",
         "metrics_file",
         "not_a_file",
+        "down",  # a remote source (URL, ssh) became unreachable; it is retried
+        "up",  # a remote source is reachable again
     }
 )
 
@@ -26,6 +29,14 @@ class LineBlock:
     first_line_no: int  # 1-based line number of the first line in `data`, within this generation
     data: bytes  # complete lines, each ending in b"\n" -- except a stream's final line at its end
     generation: int  # 0 at first open; +1 per truncation / rotation / re-creation
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeBlock:
+    source: str  # the URL, normalised: http://host:port/metrics
+    scrape_no: int  # 1-based number of the attempt to scrape this URL (the events' line_no)
+    ts: datetime  # when the response arrived, UTC
+    text: str  # the Prometheus exposition, already checked to parse
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,9 @@
-"""Multiplex all sources named on the command line into one stream of blocks/notices."""
+"""Multiplex all sources named on the command line into one stream of blocks/notices.
+
+Arguments are local paths (files, globs, directories, ``-``), ``http(s)://`` /metrics URLs
+(follow mode only: scraped every ``scrape_interval`` seconds) and ``ssh://host/path/glob``
+remote files (see ``ssh_source``).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,24 @@ import threading
 import time
 from typing import BinaryIO, Callable, Iterator
 
+from pdwatch.errors import UsageError
+from pdwatch.metrics.scrape import normalize_url
+
 from .discovery import classify_txt, expand_candidates, expand_paths, is_txt
 from .file_tail import FileTail, Ident
-from .records import LineBlock, SourceNotice
+from .records import LineBlock, ScrapeBlock, SourceNotice
+from .scrape_source import ScrapeSource, is_url
+from .ssh_source import SshOptions, SshSource
+from .ssh_spec import is_ssh, parse_ssh
 from .stdin_source import NAME as STDIN, StdinSource
 
-Item = LineBlock | SourceNotice
+Item = LineBlock | ScrapeBlock | SourceNotice
+DEFAULT_SCRAPE_INTERVAL = 2.0
+
+
+def url_in_replay(url: str) -> str:
+    return (f"{url}: a URL is a live source: use pdwatch watch URL or pdwatch parse --follow URL "
+            f"(pdwatch record URL --out DIR saves scrapes that report and replay read)")
 
 
 class SourceSet:
@@ -27,8 +44,30 @@ class SourceSet:
         max_line_bytes: int = 1 << 20,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = time.sleep,
+        scrape_interval: float = DEFAULT_SCRAPE_INTERVAL,
+        remote_rescan_interval: float = 5.0,
+        ssh_options: SshOptions | None = None,
     ) -> None:
-        self._args = list(args)
+        """Raises ``UsageError`` for a bad URL / ssh argument, or a URL when not following."""
+        if not scrape_interval > 0:
+            raise UsageError(f"--scrape-interval {scrape_interval}: expected a positive number of seconds")
+        self._scrapes: dict[str, ScrapeSource] = {}
+        self._remotes: list[SshSource] = []
+        local: list[str] = []
+        for arg in args:
+            if is_url(arg):
+                self._add_url(arg, follow, scrape_interval)
+            elif is_ssh(arg):
+                try:
+                    spec = parse_ssh(arg)
+                except ValueError as exc:
+                    raise UsageError(str(exc)) from None
+                options = ssh_options or SshOptions(max_line_bytes=max_line_bytes)
+                self._remotes.append(SshSource(spec, follow=follow, rescan_interval=remote_rescan_interval,
+                                               options=options))
+            else:
+                local.append(arg)
+        self._args = local
         self._follow = follow
         self._poll_interval = poll_interval
         self._rescan_interval = rescan_interval
@@ -63,10 +102,20 @@ class SourceSet:
 
     @property
     def sources(self) -> list[str]:
-        names = [*self._tails, *self._unclassified]
+        names = [*self._tails, *self._unclassified, *self._scrapes]
+        for remote in self._remotes:
+            names += remote.names
         if self._stdin is not None:
             names.append(STDIN)
         return sorted(names)
+
+    @property
+    def sources_up(self) -> dict[str, bool]:
+        """Remote sources (URLs, ssh files) and whether they were reachable last time."""
+        up = {url: bool(s.up) for url, s in list(self._scrapes.items())}  # list(): may run beside poll()
+        for remote in self._remotes:
+            up.update(remote.sources_up())
+        return up
 
     def stop(self) -> None:
         self._stop.set()
@@ -74,6 +123,10 @@ class SourceSet:
     def close(self) -> None:
         for t in self._tails.values():
             t.close()
+        for scrape in self._scrapes.values():
+            scrape.close()
+        for remote in self._remotes:
+            remote.close()
 
     def poll(self) -> list[Item]:
         out, self._pending = self._pending, []
@@ -95,6 +148,12 @@ class SourceSet:
                     break
         if self._stdin is not None:
             out += self._stdin.poll()
+        for scrape in self._scrapes.values():
+            out += scrape.poll()
+        if self._remotes:
+            now = self._clock()
+            for remote in self._remotes:
+                out += remote.poll(now)
         if self._pending:  # e.g. a *.txt just recognised as a metrics scrape
             out += self._pending
             self._pending = []
@@ -106,8 +165,9 @@ class SourceSet:
                 items = self.poll()
                 yield from items
                 files_done = all(t.at_eof for t in self._tails.values()) and not self._unclassified
+                remotes_done = all(r.at_eof for r in self._remotes)
                 stdin_done = self._stdin is None or self._stdin.at_eof
-                if not self._follow and files_done and stdin_done:
+                if not self._follow and files_done and remotes_done and stdin_done:
                     return
                 if self._follow and stdin_done and self._stdin is not None and self._stdin_only():
                     return  # `-f -` on a finished pipe: nothing can ever arrive again
@@ -117,12 +177,23 @@ class SourceSet:
                     self._stdin.wait(self._poll_interval)  # wake as soon as stdin has data
                 elif self._follow:
                     self._sleep(self._poll_interval)
+                elif not remotes_done:
+                    self._sleep(min(self._poll_interval, 0.05))  # ssh children are still reading
         finally:
             self.close()
 
     # -- internals -------------------------------------------------------------------
     def _stdin_only(self) -> bool:
-        return all(a == STDIN for a in self._args)
+        return all(a == STDIN for a in self._args) and not self._scrapes and not self._remotes
+
+    def _add_url(self, arg: str, follow: bool, interval: float) -> None:
+        try:
+            url = normalize_url(arg)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if not follow:
+            raise UsageError(url_in_replay(url))
+        self._scrapes.setdefault(url, ScrapeSource(url, interval=interval))
 
     def _add_metrics(self, path: str) -> None:
         if path not in self._metrics:

@@ -1,0 +1,172 @@
+"""http(s):// /metrics URLs as live sources, against a real http.server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from pdwatch.cli import main
+from pdwatch.deployment import DeploymentModel, name_from_file
+from pdwatch.errors import UsageError
+from pdwatch.event_stream import EventStream
+from pdwatch.metrics.exporter import PdwatchExporter
+from pdwatch.sources import ScrapeBlock, SourceSet
+from pdwatch.store import Store
+from pdwatch.topology_file import load_topology
+
+from .helpers import notices, poll_until
+
+
+class Counter:
+    """A vLLM-like page whose prompt counter grows by 100 per scrape."""
+
+    def __init__(self) -> None:
+        self.scrapes = 0
+
+    def body(self) -> str:
+        self.scrapes += 1
+        return ("# TYPE vllm:num_requests_running gauge\n"
+                'vllm:num_requests_running{engine="0",model_name="m"} 3\n'
+                "# TYPE vllm:kv_cache_usage_perc gauge\n"
+                'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25\n'
+                "# TYPE vllm:prompt_tokens_total counter\n"
+                f'vllm:prompt_tokens_total{{engine="0",model_name="m"}} {100 * self.scrapes}\n')
+
+
+@contextmanager
+def metrics_server(page: Counter, port: int = 0):
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            data = page.body().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def scrapes(items) -> list[ScrapeBlock]:
+    return [it for it in items if isinstance(it, ScrapeBlock)]
+
+
+def test_a_url_gives_stats_events_with_counter_rates():
+    page = Counter()
+    with metrics_server(page) as port:
+        url = f"http://127.0.0.1:{port}/metrics"
+        sources = SourceSet([f"http://127.0.0.1:{port}"], follow=True, scrape_interval=0.1)
+        stream = EventStream(sources)
+        try:
+            items = poll_until(sources.poll, lambda it: len(scrapes(it)) >= 2, 15)
+        finally:
+            sources.close()
+    assert sources.sources == [url] and sources.sources_up == {url: True}
+    assert [n.kind for n in notices(items)] == ["opened"]
+    events = [e for block in scrapes(items)[:2] for e in stream.events_of(block)]
+    assert [(e.kind, e.source, e.engine, e.line_no) for e in events] == [("stats", url, 0, 1), ("stats", url, 0, 2)]
+    assert events[0].values["running"] == 3 and events[0].values["kv_usage_pct"] == 25.0
+    assert events[0].values["prompt_tps"] is None and events[1].values["prompt_tps"] > 0  # one rate per URL
+
+
+def test_a_server_that_goes_down_and_comes_back_gives_one_notice_each_way():
+    page = Counter()
+    with metrics_server(page) as port:
+        url = f"http://127.0.0.1:{port}/metrics"
+        sources = SourceSet([url], follow=True, scrape_interval=0.1)
+        items = poll_until(sources.poll, lambda it: scrapes(it), 15)
+    try:
+        items += poll_until(sources.poll, lambda it: notices(it, "down"), 15)
+        assert sources.sources_up == {url: False}
+        time.sleep(0.5)  # several failed scrapes: still one notice
+        items += sources.poll()
+        with metrics_server(page, port):
+            items += poll_until(sources.poll, lambda it: notices(it, "up"), 15)
+            time.sleep(0.3)
+            items += sources.poll()
+    finally:
+        sources.close()
+    assert [n.kind for n in notices(items)] == ["opened", "down", "up"]
+    down = notices(items, "down")[0].message
+    assert down.startswith(f"{url}: unreachable (") and down.endswith("); retrying every 0.1 s")
+
+
+def test_the_exporter_shows_whether_a_url_is_up():
+    page = Counter()
+    with metrics_server(page) as port:
+        url = f"http://127.0.0.1:{port}/metrics"
+        sources = SourceSet([url], follow=True, scrape_interval=0.1)
+        try:
+            poll_until(sources.poll, lambda it: scrapes(it), 15)
+        finally:
+            sources.close()
+    exporter = PdwatchExporter()
+    exporter.update(Store(DeploymentModel()), sources_up=sources.sources_up)
+    assert f'pdwatch_source_up{{source="{url}"}} 1.0' in exporter.render()
+
+
+@pytest.mark.parametrize("command", [["parse"], ["report"], ["replay", "--headless"]])
+def test_replay_commands_refuse_a_url_in_one_line(command, capsys):
+    assert main([*command, "logs/", "http://127.0.0.1:9/metrics"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        "pdwatch: error: http://127.0.0.1:9/metrics: a URL is a live source: use pdwatch watch URL or "
+        "pdwatch parse --follow URL (pdwatch record URL --out DIR saves scrapes that report and replay read)\n")
+
+
+def test_parse_follow_prints_stats_from_a_url():
+    page = Counter()
+    with metrics_server(page) as port:
+        proc = subprocess.Popen([sys.executable, "-m", "pdwatch", "parse", "--follow", "--scrape-interval", "0.2",
+                                 f"http://127.0.0.1:{port}/metrics"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = proc.stdout.readline()  # blocks until the first event (or the process ends)
+        finally:
+            proc.kill()
+            proc.wait(10)
+            proc.stdout.close()
+            proc.stderr.close()
+    assert b'"kind":"stats"' in line.replace(b" ", b"") and f"127.0.0.1:{port}".encode() in line
+
+
+def test_a_bad_scrape_interval_is_a_usage_error():
+    with pytest.raises(UsageError, match="--scrape-interval 0"):
+        SourceSet(["http://127.0.0.1:9"], follow=True, scrape_interval=0)
+
+
+def test_a_log_and_its_url_are_one_endpoint_via_the_topology_file(tmp_path):
+    topology = tmp_path / "topology.yaml"
+    topology.write_text("endpoints:\n"
+                        "  - {name: decode_w0, role: decode, globs: ['logs/*_decode_w0.out'],"
+                        " urls: ['http://node7:8000']}\n"
+                        "  - {name: prefill_w0, role: prefill, globs: ['ssh://node3/logs/*_prefill_w0.out']}\n")
+    model = DeploymentModel(load_topology(str(topology)))
+    log = model.endpoint_of("logs/n7_decode_w0.out")
+    assert model.endpoint_of("http://node7:8000/metrics") is log and log.name == "decode_w0"
+    assert model.endpoint_of("node3:/logs/n3_prefill_w0.out").name == "prefill_w0"
+    assert name_from_file("http://node8:8000/metrics") == ("node8:8000", None)  # no topology: host:port
+    assert DeploymentModel().endpoint_of("https://node8/metrics").name == "node8:443"
+
+
+def test_topology_urls_are_checked(tmp_path):
+    topology = tmp_path / "bad.yaml"
+    topology.write_text("endpoints:\n  - {name: d, role: decode, urls: ['ftp://x/metrics']}\n")
+    with pytest.raises(UsageError, match=r"endpoints\[0\]: 'ftp://x/metrics': expected http://HOST:PORT/metrics"):
+        load_topology(str(topology))
