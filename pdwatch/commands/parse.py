@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from typing import Any, TextIO
 
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     check_year(args)
     tz = time_zone(args)
-    sources = SourceSet(args.paths, follow=args.follow, stdin=sys.stdin.buffer)
+    sources = SourceSet(args.paths, follow=args.follow, stdin=sys.stdin.buffer, scrape_interval=args.scrape_interval)
     if not args.follow:
         require_inputs(sources, args.paths)
     out = sys.stdout
@@ -71,8 +72,10 @@ def _print_stream(stream: EventStream, args: argparse.Namespace, out: TextIO) ->
 
 
 def _worth_splitting(sources: SourceSet, args: argparse.Namespace) -> bool:
-    """A replay of files (no stdin) with at least one big enough to scan on every core."""
-    return not args.follow and "-" not in sources.sources and any(map(parallel_scan.should_split, sources.sources))
+    """A replay of local files only (no stdin, no ssh) with at least one big enough to scan on every core."""
+    names = sources.sources
+    return (not args.follow and all(map(os.path.isfile, names))
+            and any(map(parallel_scan.should_split, names)))
 
 
 def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextIO) -> bool:
