@@ -23,14 +23,20 @@ def write_atomically(path: str, text: str, inputs: list[str]) -> None:
     except OSError as exc:
         raise UsageError(f"{path}: cannot write there: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        # A file name that is not UTF-8 reaches the text as a surrogate escape (os.fsdecode):
+        # write it as "\udce9", keeping the report valid UTF-8 (JSON reads it back as the same string).
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, target)
-    except OSError as exc:
+    except BaseException as exc:
+        # Whatever stops us (a full disk, an I/O error, Ctrl-C), the half-written
+        # temp file must not stay behind; the previous report, if any, was never touched.
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise UsageError(f"{path}: could not write the report: {exc.strerror or exc}") from None
+        if isinstance(exc, OSError):
+            raise UsageError(f"{path}: could not write the report: {exc.strerror or exc}") from None
+        raise

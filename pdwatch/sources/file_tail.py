@@ -12,6 +12,8 @@ Item = LineBlock | SourceNotice
 Ident = tuple[int, int]  # (st_dev, st_ino)
 
 MAX_CHUNKS_PER_POLL = 8  # so one huge file can't starve the others
+_HEAD_BYTES = 64  # a log's first line has a timestamp: a rewritten file starts differently
+_SEEK_DATA = getattr(os, "SEEK_DATA", None)  # not on every platform: then holes are read as NULs
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # NONBLOCK: a FIFO must not hang open()
 
 
@@ -32,6 +34,7 @@ class FileTail:
         self._fd: int | None = None
         self._ident: Ident | None = None
         self._offset = 0
+        self._head = b""  # the file's first bytes as read: a rewrite from the start changes them
         self._line_no = 1
         self._generation = 0
         self._ever_opened = False
@@ -125,6 +128,7 @@ class FileTail:
         self._fd = fd
         self._ident = (st.st_dev, st.st_ino)
         self._offset = 0
+        self._head = b""
         self._line_no = 1
         if self._ever_opened:
             self._generation += 1
@@ -155,17 +159,19 @@ class FileTail:
         if (st.st_dev, st.st_ino) != self._ident:
             return self._retire(out, "rotated" if stat.S_ISREG(st.st_mode) else "not_a_file", budget)
         if st.st_size < self._offset:
-            out.append(
-                SourceNotice(
-                    self.path,
-                    "truncated",
-                    f"{self.path}: truncated (size {st.st_size} < offset {self._offset}); reading from the start",
-                )
-            )
-            self._framer.reset()
-            self._offset = 0
-            self._line_no = 1
-            self._generation += 1
+            why = f"size {st.st_size} < offset {self._offset}"
+        elif self._head and os.pread(self._fd, len(self._head), 0) != self._head:  # type: ignore[arg-type]
+            # Truncated, then written past our offset before this poll (a small log copytruncated,
+            # or a restarted job's `> file`): the size alone can't tell, the first bytes can.
+            why = "its first bytes changed"
+        else:
+            return budget
+        out.append(SourceNotice(self.path, "truncated", f"{self.path}: truncated ({why}); reading from the start"))
+        self._framer.reset()
+        self._offset = 0
+        self._head = b""
+        self._line_no = 1
+        self._generation += 1
         return budget
 
     def _retire(self, out: list[Item], why: str, budget: int) -> int:
@@ -198,6 +204,10 @@ class FileTail:
             used += 1
             if not data:
                 return used, True
+            if data[:1] == b"\0" and self._skip_hole(out):
+                continue  # re-read from where the data starts
+            if self._offset < _HEAD_BYTES:
+                self._head += data[: _HEAD_BYTES - self._offset]
             self._offset += len(data)
             lines = self._framer.feed(data)
             if lines:
@@ -206,6 +216,36 @@ class FileTail:
             if len(data) < self.chunk_size:
                 return used, True  # short read on a regular file: at EOF for now
         return used, False
+
+    def _skip_hole(self, out: list[Item]) -> bool:
+        """Jump over a sparse hole at the read offset; True if we moved.
+
+        logrotate's copytruncate under a writer that does not append (output opened with
+        `>`, not `>>`) leaves the writer at its old offset: the file becomes a hole of
+        NULs as long as the old log, then the new lines. Read as text, that hole is one
+        "line" of megabytes that the line cap cuts, taking the first real line with it.
+        SEEK_DATA finds where the written bytes start; NULs a writer really wrote are data
+        and are left alone.
+        """
+        assert self._fd is not None
+        if _SEEK_DATA is None:
+            return False
+        try:
+            data_at = os.lseek(self._fd, self._offset, _SEEK_DATA)
+        except OSError:  # ENXIO: a hole up to EOF (nothing written past it yet); EINVAL: no support here
+            return False
+        if data_at <= self._offset:
+            return False
+        out.append(
+            SourceNotice(
+                self.path,
+                "truncated",
+                f"{self.path}: skipped {data_at - self._offset} bytes of NUL padding "
+                "(truncated under a writer that does not append, e.g. copytruncate); reading on after it",
+            )
+        )
+        self._offset = data_at  # the hole holds no newline, so line numbers stay right
+        return True
 
     def _emit_partial(self, out: list[Item]) -> None:
         tail = self._framer.flush()
