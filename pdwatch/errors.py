@@ -11,4 +11,8 @@ def require_inputs(sources, paths: list[str]) -> None:
     ``sources`` is a ``pdwatch.sources.SourceSet`` after it expanded the arguments.
     """
     if not sources.sources and not sources.metrics_files:
+        unlistable = getattr(sources, "unlistable_dirs", {})
+        if unlistable:
+            path, reason = next(iter(unlistable.items()))
+            raise UsageError(f"{path}: cannot list the folder ({reason})")
         raise UsageError(f"no log files in {', '.join(paths)} (a directory is read for *.out *.log *.err *.txt)")

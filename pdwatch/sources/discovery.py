@@ -51,6 +51,19 @@ def _dir_logs(path: str) -> list[str]:
         return []  # unreadable dir: nothing to offer; a later rescan may succeed
 
 
+def unlistable_dirs(args: list[str]) -> dict[str, str]:
+    """Directory arguments that cannot be listed, with the reason (``_dir_logs`` sees them as empty)."""
+    problems: dict[str, str] = {}
+    for arg in args:
+        if arg != "-" and os.path.isdir(arg):
+            try:
+                with os.scandir(arg):
+                    pass
+            except OSError as exc:
+                problems[arg] = exc.strerror or str(exc)
+    return problems
+
+
 def expand_candidates(args: list[str]) -> list[str]:
     """Paths the args stand for, before .txt classification (sorted, de-duplicated)."""
     found: dict[str, str] = {}  # normalised -> first spelling seen

@@ -15,7 +15,7 @@ from typing import BinaryIO, Callable, Iterator
 from pdwatch.errors import UsageError
 from pdwatch.metrics.scrape import normalize_url
 
-from .discovery import classify_txt, expand_candidates, expand_paths, is_txt
+from .discovery import classify_txt, expand_candidates, expand_paths, is_txt, unlistable_dirs
 from .file_tail import FileTail, Ident
 from .records import LineBlock, ScrapeBlock, SourceNotice
 from .scrape_source import ScrapeSource, is_url
@@ -88,6 +88,8 @@ class SourceSet:
         self._skipped: dict[str, Ident] = {}
         self._retire_ttl = max(30.0, 10 * rescan_interval)
         self._last_scan = clock()
+        self._dir_problems: dict[str, str] = {}  # watched folder -> why it cannot be listed (told once)
+        self._check_dirs(self._pending)
 
         logs, metrics = expand_paths(self._args)
         for p in metrics:
@@ -96,6 +98,11 @@ class SourceSet:
             self._add_log(p)
 
     # -- public ----------------------------------------------------------------------
+    @property
+    def unlistable_dirs(self) -> dict[str, str]:
+        """Folder arguments that could not be listed at the last look, with the reason."""
+        return dict(self._dir_problems)
+
     @property
     def metrics_files(self) -> list[str]:
         return list(self._metrics)
@@ -249,7 +256,19 @@ class SourceSet:
             else:
                 self._tails[path] = FileTail(path, follow=True, max_line_bytes=self._max_line_bytes)
 
+    def _check_dirs(self, out: list[Item]) -> None:
+        """An unreadable folder looks empty: say why, once per change, rather than show nothing."""
+        problems = unlistable_dirs(self._args)
+        for path, reason in problems.items():
+            if self._dir_problems.get(path) != reason:
+                waiting = "; waiting" if self._follow else ""
+                out.append(SourceNotice(path, "error", f"{path}: cannot list the folder ({reason}){waiting}"))
+        for path in self._dir_problems.keys() - problems.keys():
+            out.append(SourceNotice(path, "opened", f"{path}: folder readable again"))
+        self._dir_problems = problems
+
     def _rescan(self, out: list[Item], now: float) -> None:
+        self._check_dirs(out)
         self._retired = {i: t for i, t in self._retired.items() if t > now}
         open_idents = {t.ident for t in self._tails.values()} - {None}
         known = {*self._tails, *self._unclassified, *self._metrics, STDIN}

@@ -104,3 +104,51 @@ def test_real_recorded_scrape_is_metrics(tmp_path: Path):
 )
 def test_classify_first_bytes(head: bytes, kind: str | None):
     assert classify_first_bytes(head) == kind
+
+
+def test_unlistable_watched_folder_is_said_once_then_readable_again(tmp_path, monkeypatch):
+    """Root lists any folder, so the denial is injected; an unreadable folder must not look empty."""
+    import os as _os
+
+    from pdwatch.sources import SourceSet
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "w0.log").write_text("hello\n")
+    real_scandir = _os.scandir
+    denied = {str(logs)}
+
+    def scandir(path="."):
+        if str(path) in denied:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(_os, "scandir", scandir)
+    now = [0.0]
+    sources = SourceSet([str(logs)], follow=True, clock=lambda: now[0], sleep=lambda s: None, rescan_interval=1.0)
+    notices = []
+    for _ in range(5):
+        now[0] += 2
+        notices += [i for i in sources.poll() if getattr(i, "kind", None) in ("error", "opened")]
+    assert [n.message for n in notices] == [f"{logs}: cannot list the folder (Permission denied); waiting"]
+    denied.clear()
+    for _ in range(3):
+        now[0] += 2
+        notices += [i for i in sources.poll() if getattr(i, "kind", None) in ("error", "opened")]
+    assert f"{logs}: folder readable again" in [n.message for n in notices]
+    assert str(logs / "w0.log") in sources.sources
+    sources.close()
+
+
+def test_replay_of_an_unlistable_folder_says_why(tmp_path, monkeypatch, capsys):
+    import os as _os
+
+    from pdwatch.cli import main
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    real_scandir = _os.scandir
+    monkeypatch.setattr(_os, "scandir", lambda p=".": (_ for _ in ()).throw(PermissionError(13, "Permission denied"))
+                        if str(p) == str(logs) else real_scandir(p))
+    assert main(["parse", str(logs)]) == 2
+    assert capsys.readouterr().err.strip() == f"pdwatch: error: {logs}: cannot list the folder (Permission denied)"
