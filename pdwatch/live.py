@@ -23,10 +23,12 @@ whatever the speed.
 from __future__ import annotations
 
 import bisect
+import json
 import math
+import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from statistics import median
 from typing import Any, Callable, Iterator
@@ -45,6 +47,7 @@ from rules import Finding, Rule, RuleEngine, load_rules
 STALE_INTERVALS = 3  # an endpoint silent for more than 3 stats intervals is stale
 DEFAULT_INTERVAL_S = 10.0
 HISTORY_POINTS = 40
+WATCH_IDLE_EVAL_S = 2.0  # watch: with no new lines, the rules are evaluated at most this often
 _MAX_STEPS = 3000  # as analysis: a days-long replay at max speed is evaluated on a coarser grid
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -149,6 +152,43 @@ class Change:
 
 
 @dataclass(frozen=True)
+class EndpointSeries:
+    """One endpoint's stats over the whole run so far, engines combined per stats interval, oldest first
+    (tokens/s, running and waiting summed over the engines, KV usage their mean, in %)."""
+    times: tuple[datetime, ...] = ()
+    prompt_tps: tuple[float, ...] = ()
+    gen_tps: tuple[float, ...] = ()
+    running: tuple[float, ...] = ()
+    waiting: tuple[float, ...] = ()
+    kv_usage_pct: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class StartupFacts:
+    """What an endpoint's servers said at start-up (per engine: one GPU's memory)."""
+    version: str | None = None
+    model: str | None = None
+    weights_gib: float | None = None  # "Model loading took X GiB"
+    kv_memory_gib: float | None = None  # "Available KV cache memory"
+    cudagraph_gib: float | None = None  # the largest engine's graph pool, measured, else the estimate
+    cudagraph_measured: bool = False
+    kv_capacity_tokens: int | None = None
+    max_concurrency: float | None = None
+    max_concurrency_tokens: int | None = None  # tokens per request behind max_concurrency
+    capture_sizes: tuple[int, ...] = ()
+    max_capture_size: int | None = None
+    non_default_args: tuple[tuple[str, str], ...] = ()  # (name, value as text), in logged order
+
+
+@dataclass(frozen=True)
+class EndpointDetail:
+    row: EndpointRow
+    series: EndpointSeries
+    startup: StartupFacts
+    recent_lines: tuple[Evidence, ...]  # the endpoint's newest stats and event lines in the store, oldest first
+
+
+@dataclass(frozen=True)
 class Snapshot:
     mode: str  # "watch" or "replay"
     clock: datetime | None
@@ -164,6 +204,7 @@ class Snapshot:
     notices: tuple[str, ...]  # source notices since the previous tick
     start: datetime | None = None  # replay: the logs' first and last timestamps
     end: datetime | None = None
+    seeking_to: datetime | None = None  # replay: a seek still being played towards this time
 
     def severity_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -196,21 +237,44 @@ def parse_speed(text: str) -> float:
     return speed
 
 
-def parse_start(text: str, tz: tzinfo | None = None) -> pd.Timestamp | str:
-    """An absolute time (ISO 8601; naive = in ``tz``, default UTC), or a bare HH:MM[:SS] kept as text
-    (resolved against the first day of the logs once they are read)."""
+TIME_FORMS = "an ISO 8601 time (2026-05-29T14:01:00Z), HH:MM[:SS], or an offset like +5m, -90s, +1h30m"
+_OFFSET = re.compile(r"^([+-])\s*(?=\d)(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s)?$")
+
+
+def parse_start(text: str, tz: tzinfo | None = None) -> pd.Timestamp | pd.Timedelta | str:
+    """An absolute time (ISO 8601; naive = in ``tz``, default UTC), an offset (``+5m``: from the
+    first timestamp of the logs, ``-2m``: from the last one), or a bare HH:MM[:SS] kept as text
+    (resolved against the logs' days once they are read)."""
+    return parse_time(text, tz, what="--start")
+
+
+def parse_time(text: str, tz: tzinfo | None = None, what: str = "time") -> pd.Timestamp | pd.Timedelta | str:
+    """See :func:`parse_start`; ``what`` names the input in the error message."""
     value = text.strip()
     if _is_time_of_day(value):
         return value
+    offset = parse_offset(value)
+    if offset is not None:
+        return offset
     try:
         ts = pd.Timestamp(value)
-    except (ValueError, TypeError):
-        raise ValueError(f"--start {text!r}: expected an ISO 8601 time (2026-05-29T14:01:00Z) or HH:MM[:SS]") from None
-    if ts is pd.NaT:
-        raise ValueError(f"--start {text!r}: not a time")
+    except (ValueError, TypeError, OverflowError):
+        raise ValueError(f"{what} {text!r}: expected {TIME_FORMS}") from None
+    if ts is pd.NaT or not value:
+        raise ValueError(f"{what} {text!r}: not a time; expected {TIME_FORMS}")
     if ts.tzinfo is None:
         ts = ts.tz_localize(tz or timezone.utc)
     return ts.tz_convert("UTC")
+
+
+def parse_offset(value: str) -> pd.Timedelta | None:
+    """``+5m``, ``-90s``, ``+1h30m``, ``+0.5h`` -> a signed Timedelta; None when not an offset."""
+    m = _OFFSET.match(value.strip().lower())
+    if m is None or not any(m.group(i) for i in (2, 3, 4)):
+        return None
+    hours, minutes, seconds = (float(m.group(i) or 0) for i in (2, 3, 4))
+    delta = pd.Timedelta(hours=hours, minutes=minutes, seconds=seconds)
+    return -delta if m.group(1) == "-" else delta
 
 
 def _is_time_of_day(value: str) -> bool:
@@ -228,7 +292,7 @@ def _is_time_of_day(value: str) -> bool:
 class LiveSession:
     def __init__(self, paths: list[str], *, mode: str = "watch", specs: list[EndpointSpec] | tuple = (),
                  rules: list[Rule] | None = None, year: int | None = None, tz: tzinfo | None = None,
-                 speed: float = 10.0, start: pd.Timestamp | str | None = None,
+                 speed: float = 10.0, start: pd.Timestamp | pd.Timedelta | str | None = None,
                  sources: SourceSet | None = None, poll_interval: float = 0.2,
                  wall: Callable[[], float] = time.monotonic,
                  wall_utc: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
@@ -238,9 +302,16 @@ class LiveSession:
         self.paths = list(paths)
         self.sources = sources or SourceSet(self.paths, follow=(mode == "watch"), poll_interval=poll_interval)
         self.stream = EventStream(self.sources, year=year, tz=tz)
-        self.store = Store(DeploymentModel(specs))
+        self._specs = tuple(specs)
+        self.store = Store(DeploymentModel(self._specs))
         self.rules = rules if rules is not None else load_rules()
         self.engine = RuleEngine(self.rules)
+        # Bumped whenever the store changes (events added, or rebuilt by a backwards seek): what is
+        # derived from the store alone is computed again only when it moves.
+        self.generation = 0
+        self._derived: dict[tuple, Any] = {}
+        self._args_by_source: dict[str, dict[str, Any]] = {}  # the non-default args line of each file
+        self._graph_gib: dict[tuple[str, int | None], float] = {}  # measured CUDA-graph pool per engine
         self._tz = tz
         self._wall = wall
         self._wall_utc = wall_utc
@@ -275,6 +346,10 @@ class LiveSession:
         self._told_resolved: set[tuple] = set()
         self._findings: list[Finding] = []
         self._seek_target: tuple | None = None  # "next finding": run at max until a new one fires
+        self._seek_to: pd.Timestamp | None = None  # a seek (or a forward jump) still being played
+        # Replay: at most this many seconds of rule evaluation per tick (None: no limit), so that a
+        # long jump keeps a dashboard responsive; the clock shows how far it got.
+        self.tick_budget_s: float | None = None
 
     # -- worker side -------------------------------------------------------------------------
     @property
@@ -354,8 +429,95 @@ class LiveSession:
 
     def seek_next_finding(self) -> None:
         """Replay: run at full speed until a finding fires that has not fired yet."""
-        self._seek_target = tuple(self._told_firing)
+        self._seek_to = None
+        self._seek_target = tuple((f.rule, f.endpoint, f.start) for f in self._findings)  # those of the clock
         self.paused = False
+
+    @property
+    def finding_hunt_active(self) -> bool:
+        """``seek_next_finding`` is still playing on (no new finding yet)."""
+        return self._seek_target is not None
+
+    @property
+    def time_range(self) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+        """Replay: the logs' first and last timestamps (None until the files are read)."""
+        return self._data_start, self._data_end
+
+    @property
+    def seekable(self) -> bool:
+        """Replay with the files read and timestamps in them: the clock can be moved."""
+        return self.mode == "replay" and self._loaded and self._data_start is not None and self._clock is not None
+
+    def previous_finding_start(self) -> pd.Timestamp | None:
+        """The start of the newest finding that started before the clock (None: there is none)."""
+        if not self.seekable:
+            return None
+        starts = [pd.Timestamp(f.start) for f in self._findings if pd.Timestamp(f.start) < self._clock]
+        return max(starts) if starts else None
+
+    def step(self, wall_seconds: float) -> None:
+        """Replay: pause, then move the clock as one refresh of ``wall_seconds`` would at this speed
+        (one evaluation step at max speed)."""
+        if not self.seekable:
+            return
+        self.paused = True
+        step = self._step if math.isinf(self.speed) else pd.Timedelta(seconds=wall_seconds * self.speed)
+        self.seek(self._clock + step)
+
+    def resolve_time(self, text: str) -> pd.Timestamp:
+        """A time typed by the user (see :func:`parse_time`; an offset is from the clock), as a time
+        in the logs' range. ValueError says what is wrong."""
+        if not self.seekable:
+            raise ValueError("the logs are still being read" if self.mode == "replay" else "only a replay can seek")
+        return self._resolve(parse_time(text, self._tz, what="seek"), anchor=self._clock)
+
+    def seek(self, target: pd.Timestamp) -> pd.Timestamp | None:
+        """Replay: move the clock to ``target`` (clamped to the logs' range); returns the target.
+
+        Forward, the rules are evaluated on their grid up to it, as if played. Backward, the rule
+        engine cannot go back in time: a fresh store and rule engine get the buffered events
+        again up to the target, so findings and charts are always those of the clock.
+        """
+        if not self.seekable:
+            return None
+        assert self._data_start is not None and self._data_end is not None and self._clock is not None
+        target = min(max(pd.Timestamp(target).tz_convert("UTC"), self._data_start), self._data_end)
+        self._seek_target = None
+        if target < self._clock:
+            self._rebuild()
+            self._clock = self._data_start
+        self._seek_to = target
+        self._advance(target)
+        return target
+
+    def _rebuild(self) -> None:
+        self.store = Store(DeploymentModel(self._specs))
+        self.engine = RuleEngine(self.rules)
+        self._args_by_source.clear()
+        self._graph_gib.clear()
+        self._released = 0
+        self._last_eval = None
+        self._findings = []
+        self.generation += 1
+        # The told sets stay: a finding that fires again at the same start after a rewind is not news.
+
+    def _resolve(self, spec: pd.Timestamp | pd.Timedelta | str, anchor: pd.Timestamp | None) -> pd.Timestamp:
+        """A parsed time in the logs' range: an offset from ``anchor`` (None: +N from the first
+        timestamp, -N from the last), HH:MM[:SS] on the day of the logs it falls in."""
+        assert self._data_start is not None and self._data_end is not None
+        if isinstance(spec, pd.Timedelta):
+            base = anchor if anchor is not None else self._data_start if spec >= pd.Timedelta(0) else self._data_end
+            return base + spec
+        if isinstance(spec, str):
+            parts = [float(p) for p in spec.split(":")] + [0.0]
+            tz = self._tz or timezone.utc
+            first_day = self._data_start.tz_convert(tz).normalize()
+            days = (self._data_end.tz_convert(tz).normalize() - first_day).days
+            candidates = [(first_day + pd.Timedelta(days=d, hours=parts[0], minutes=parts[1], seconds=parts[2]))
+                          .tz_convert("UTC") for d in range(days + 1)]
+            # the first day on which that time is not before the minute the logs start
+            return next((c for c in candidates if c + pd.Timedelta(minutes=1) > self._data_start), candidates[0])
+        return spec
 
     # -- UI side -------------------------------------------------------------------------------
     def tick(self, wall: float | None = None) -> Snapshot:
@@ -374,12 +536,12 @@ class LiveSession:
         else:
             self._tick_replay(incoming, source_done, wall)
         if self.exporter is not None:  # the thread that owns the store hands the exporter a snapshot
-            self.exporter.update(self.store, self._findings)
+            self.exporter.update(self.store, self._findings, sources_up=self.sources.sources_up)
         return self._snapshot(notices)
 
     def _tick_watch(self, incoming: list[Event], wall: float) -> None:
         if incoming:
-            self.store.add(incoming)
+            self._add_to_store(incoming)
             newest = max((e.ts for e in incoming if e.ts is not None), default=None)
             if newest is not None and (self._newest is None or pd.Timestamp(newest) > self._newest):
                 self._newest, self._newest_wall = pd.Timestamp(newest).tz_convert("UTC"), wall
@@ -393,7 +555,11 @@ class LiveSession:
             clock = self._clock
         self._clock = self._display_clock = clock
         self.store.flush()
-        if self._last_eval is None or clock > self._last_eval:
+        # Nothing new: evaluating again only lets time-based rules (silence, holds) see the clock move,
+        # which a few seconds' resolution serves; evaluating every refresh kept an idle dashboard busy.
+        due = self._last_eval is None or (clock > self._last_eval and (
+            bool(incoming) or clock - self._last_eval >= pd.Timedelta(seconds=WATCH_IDLE_EVAL_S)))
+        if due:
             self.engine.evaluate(self.store.view(), clock.floor("us").to_pydatetime())
             self._last_eval = clock
         self._findings = self.engine.findings()
@@ -407,7 +573,7 @@ class LiveSession:
             self._load()
         if self._data_start is None:  # no timestamps at all: show everything at once
             if self._released < len(self._buffer):
-                self.store.add(self._buffer[self._released:])
+                self._add_to_store(self._buffer[self._released:])
                 self._released = len(self._buffer)
                 self.store.flush()
             return
@@ -420,20 +586,22 @@ class LiveSession:
             elapsed = 0.0 if self._last_wall is None else max(0.0, wall - self._last_wall)
             self._last_wall = wall
             target = self._clock
-            if self._seek_target is not None or math.isinf(self.speed):
+            if self._seek_target is not None:
                 target = self._data_end
-            elif not self.paused:
+            elif self._seek_to is not None:
+                target = self._seek_to
+            elif self.paused:
+                pass
+            elif math.isinf(self.speed):
+                target = self._data_end
+            else:
                 target = self._clock + pd.Timedelta(seconds=elapsed * self.speed)
         target = min(target, self._data_end)
         self._advance(target)
 
     def _initial_clock(self) -> pd.Timestamp:
         assert self._data_start is not None and self._data_end is not None
-        start = self._start_arg
-        if isinstance(start, str):  # HH:MM[:SS] on the logs' first day
-            day = self._data_start.tz_convert(self._tz or timezone.utc).normalize()
-            parts = [float(p) for p in start.split(":")] + [0.0]
-            start = (day + pd.Timedelta(hours=parts[0], minutes=parts[1], seconds=parts[2])).tz_convert("UTC")
+        start = None if self._start_arg is None else self._resolve(self._start_arg, anchor=None)
         if start is None or start < self._data_start:
             return self._data_start
         return min(start, self._data_end)
@@ -477,8 +645,17 @@ class LiveSession:
     def _release(self, upto: pd.Timestamp) -> None:
         end = bisect.bisect_right(self._buffer_keys, upto.value // 1000, lo=self._released)
         if end > self._released:
-            self.store.add(self._buffer[self._released:end])
+            self._add_to_store(self._buffer[self._released:end])
             self._released = end
+
+    def _add_to_store(self, events: list[Event]) -> None:
+        self.store.add(events)
+        self.generation += 1
+        for e in events:  # start-up values the store keeps only as text
+            if e.kind == "args" and isinstance(e.values.get("args"), dict):
+                self._args_by_source[e.source] = e.values["args"]
+            elif e.kind == "cudagraph_memory" and e.values.get("actual_gib") is not None:
+                self._graph_gib[(e.source, e.engine)] = float(e.values["actual_gib"])
 
     def _advance(self, target: pd.Timestamp) -> None:
         """Evaluate at every grid time up to ``target`` (and at the end of the logs)."""
@@ -494,7 +671,11 @@ class LiveSession:
         if target >= self._data_end and (not times or times[-1] < self._data_end) and \
                 (self._last_eval is None or self._last_eval < self._data_end):
             times.append(self._data_end)
+        deadline = None if self.tick_budget_s is None else time.monotonic() + self.tick_budget_s
         for now in times:
+            if deadline is not None and time.monotonic() > deadline and self._last_eval is not None:
+                target = self._last_eval  # out of time: the clock stops where the rules are
+                break
             self._release(now)
             self.engine.evaluate(self.store.view(), now.floor("us").to_pydatetime())
             self._last_eval = now
@@ -507,6 +688,8 @@ class LiveSession:
                     break
         if self._seek_target is not None and target >= self._data_end:
             self._seek_target = None
+        if self._seek_to is not None and target >= self._seek_to:
+            self._seek_to = None
         self._release(target)
         self.store.flush()
         self._clock = max(self._clock, target)
@@ -548,17 +731,32 @@ class LiveSession:
             headline=_headline(rows), endpoints=rows, findings=firing, all_findings=all_rows,
             changes=tuple(changes),
             notices=tuple(n.message for n in notices if n.kind != "opened"),
-            start=_dt(self._data_start), end=_dt(self._data_end))
+            start=_dt(self._data_start), end=_dt(self._data_end), seeking_to=_dt(self._seek_to))
+
+    def _memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per store generation (a tick with nothing new recomputes nothing)."""
+        full = (self.generation, *key)
+        if full not in self._derived:
+            if self._derived and next(iter(self._derived))[0] != self.generation:
+                self._derived.clear()
+            self._derived[full] = compute()
+        return self._derived[full]
 
     def _endpoint_row(self, ep: Any, clock: pd.Timestamp | None) -> EndpointRow:
+        row: EndpointRow = self._memo(("row", ep.name), lambda: self._endpoint_row_of_store(ep))
+        stale = None
+        last_seen = self.store.last_seen(ep.name)
+        if clock is not None and last_seen is not None and row.engine_rows:
+            silent = (clock - last_seen).total_seconds()
+            if silent > STALE_INTERVALS * row.interval_s:
+                stale = silent
+        return row if stale is None else replace(row, stale_for_s=stale)
+
+    def _endpoint_row_of_store(self, ep: Any) -> EndpointRow:
         stats = self.store.stats(ep.name)
         interval = float(ep.facts.get("stats_interval_s") or DEFAULT_INTERVAL_S)
         last_seen = self.store.last_seen(ep.name)
         stale = None
-        if clock is not None and last_seen is not None and not stats.empty:
-            silent = (clock - last_seen).total_seconds()
-            if silent > STALE_INTERVALS * interval:
-                stale = silent
         engines: list[EngineRow] = []
         history: tuple[float, ...] = ()
         if not stats.empty:
@@ -585,6 +783,47 @@ class LiveSession:
         return FindingRow(f.rule, f.severity, f.endpoint, tuple(f.engines), f.start, f.end, f.summary,
                           f.explanation, f.recommendation, evidence)
 
+    # -- one endpoint in detail ---------------------------------------------------------------------
+    def endpoint_detail(self, name: str, max_lines: int = 40) -> EndpointDetail | None:
+        """The endpoint's series over the run so far, its start-up facts and its newest lines
+        (None when the store does not know it, e.g. after a rewind to before its first line)."""
+        ep = self.store.model.endpoints.get(name)
+        if ep is None or name not in {e.name for e in self.store.endpoints()}:
+            return None
+        clock = self._clock if self.mode == "replay" else self._display_clock
+        row = self._endpoint_row(ep, clock)
+        series = self._memo(("series", name), lambda: _series(self.store.stats(name), row.interval_s))
+        startup = self._memo(("startup", name), lambda: self._startup(ep))
+        lines = self._memo(("lines", name, max_lines), lambda: self._recent_lines(name, max_lines))
+        return EndpointDetail(row, series, startup, lines)
+
+    def _startup(self, ep: Any) -> StartupFacts:
+        facts = ep.facts
+        args: dict[str, Any] = {}
+        for source in ep.sources:  # an endpoint spanning several nodes: one args line per file
+            args.update(self._args_by_source.get(source, {}))
+        graphs = [gib for (source, _), gib in self._graph_gib.items() if source in ep.sources]
+        graph = max(graphs) if graphs else facts.get("cudagraph_estimate_gib")
+        return StartupFacts(
+            version=_text_or_none(facts.get("version")), model=_text_or_none(facts.get("model") or args.get("model")),
+            weights_gib=_val(facts.get("weights_gib")), kv_memory_gib=_val(facts.get("kv_memory_gib")),
+            cudagraph_gib=_val(graph), cudagraph_measured=bool(graphs),
+            kv_capacity_tokens=_int_or_none(facts.get("kv_capacity_tokens")),
+            max_concurrency=_val(facts.get("max_concurrency")),
+            max_concurrency_tokens=_int_or_none(facts.get("max_concurrency_tokens")),
+            capture_sizes=tuple(int(x) for x in facts.get("capture_sizes") or () if isinstance(x, (int, float))),
+            max_capture_size=_int_or_none(facts.get("max_capture_size")),
+            non_default_args=tuple((str(k), _arg_text(v)) for k, v in args.items()))
+
+    def _recent_lines(self, name: str, max_lines: int) -> tuple[Evidence, ...]:
+        columns = ["ts", "source", "line_no", "text"]
+        frames = [f[columns].iloc[-max_lines:] for f in (self.store.stats(name), self.store.events(name)) if not f.empty]
+        if not frames:
+            return ()
+        merged = pd.concat(frames, ignore_index=True).sort_values(["ts", "source", "line_no"], kind="stable")
+        return tuple(Evidence(str(r.source), int(r.line_no), str(r.text))
+                     for r in merged.iloc[-max_lines:].itertuples(index=False))
+
     # -- export ----------------------------------------------------------------------------------
     def analysis(self) -> Any:
         """The session so far as a post-mortem ``Analysis`` (for the report writers)."""
@@ -606,6 +845,48 @@ def _history(stats: pd.DataFrame, role: str, interval: float) -> tuple[float, ..
     per = keyed.groupby(["bucket", "engine"])["counted"].last().groupby("bucket").sum()
     values = [float(v) for v in per.tolist()[-HISTORY_POINTS:]]
     return tuple(0.0 if v != v else v for v in values)
+
+
+_SERIES_POINTS = 2000  # a terminal chart is at most a few hundred cells wide
+
+
+def _series(stats: pd.DataFrame, interval: float) -> EndpointSeries:
+    """Engines combined per stats interval over the whole frame, in at most ~_SERIES_POINTS buckets."""
+    if stats.empty:
+        return EndpointSeries()
+    span = (stats["ts"].iloc[-1] - stats["ts"].iloc[0]).total_seconds()
+    seconds = max(round(interval), 1, math.ceil(span / _SERIES_POINTS))
+    keyed = stats.assign(bucket=stats["ts"].dt.floor(f"{seconds}s"))
+    last = keyed.groupby(["bucket", "engine"])[["prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct"]].last()
+    per = last.groupby(level="bucket")
+    summed = per[["prompt_tps", "gen_tps", "running", "waiting"]].sum(min_count=1)
+    kv = per["kv_usage_pct"].mean()
+
+    def column(values: pd.Series) -> tuple[float, ...]:
+        return tuple(0.0 if v != v else float(v) for v in values.tolist())
+
+    return EndpointSeries(
+        times=tuple(_dt(t) for t in summed.index), prompt_tps=column(summed["prompt_tps"]),
+        gen_tps=column(summed["gen_tps"]), running=column(summed["running"]), waiting=column(summed["waiting"]),
+        kv_usage_pct=column(kv))
+
+
+def _arg_text(value: Any) -> str:
+    if isinstance(value, (dict, list, tuple)):
+        try:
+            return json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return str(value)
+    return str(value)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    v = _val(value)
+    return None if v is None else int(v)
 
 
 def _headline(rows: tuple[EndpointRow, ...]) -> Headline:

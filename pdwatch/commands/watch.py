@@ -14,10 +14,11 @@ import sys
 import threading
 from typing import TextIO
 
-from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_time_arguments, \
-    check_year, deployment_specs, load_rule_set, time_zone
+from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_scrape_interval_argument, \
+    add_time_arguments, check_year, deployment_specs, load_rule_set, time_zone
 from pdwatch.errors import UsageError, require_inputs
 from pdwatch.live import LiveSession, Snapshot, parse_speed, parse_start
+from pdwatch.sources import SourceSet
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Follow the logs of a running deployment (files, globs, directories; new files and "
                     "rotations are picked up) and evaluate the rules as lines arrive.")
     _common(watch)
+    add_scrape_interval_argument(watch)
     watch.set_defaults(run=run_watch, mode="watch")
 
     replay = sub.add_parser(
@@ -36,8 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--speed", default="10x", metavar="N",
                         help="replay speed: 10x (default), 1x, 0.5x ... or max (as fast as possible)")
     replay.add_argument("--start", metavar="TIME",
-                        help="start the clock at TIME (ISO 8601, or HH:MM[:SS] on the logs' first day); "
-                             "what came before is played at full speed")
+                        help="start the clock at TIME: ISO 8601, HH:MM[:SS] (on the logs' day), or an offset "
+                             "(+5m from the first timestamp, -2m from the last); what came before is played "
+                             "at full speed")
     replay.set_defaults(run=run_replay, mode="replay")
 
 
@@ -82,6 +85,8 @@ def build_session(args: argparse.Namespace) -> LiveSession:
     specs = deployment_specs(args)
     rules = load_rule_set(args)
     kwargs: dict = {}
+    if args.mode == "watch":  # URLs are scraped every --scrape-interval
+        kwargs["sources"] = SourceSet(args.paths, follow=True, scrape_interval=args.scrape_interval)
     if args.mode == "replay":
         try:
             kwargs["speed"] = parse_speed(args.speed)

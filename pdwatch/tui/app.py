@@ -2,7 +2,9 @@
 
 Threads: the ingest worker only calls ``LiveSession.ingest`` (which hands events over under
 a lock) and talks to the app with ``post_message``; the UI thread ticks the session every
-``refresh`` seconds (``set_interval``) and renders the immutable snapshot.
+``refresh`` seconds (``set_interval``) and renders the immutable snapshot. Replay controls
+(pause, step, seek, next/previous finding) call the session on the UI thread too: the store
+and the rule engine have one owner.
 """
 
 from __future__ import annotations
@@ -20,10 +22,14 @@ from textual.widgets import DataTable, Footer, Static
 from pdwatch.live import LiveSession, Snapshot
 
 from .messages import IngestFailed, SourcesRead
+from .screens.endpoint_detail import EndpointDetailScreen
+from .screens.finding_detail import FindingDetail
+from .screens.help import HelpScreen
+from .screens.seek import SeekScreen
 from .widgets.endpoint_pane import EndpointPane
 from .widgets.findings_table import FindingsTable
+from .widgets.format import clock_text
 from .widgets.header import DeploymentHeader
-from .widgets.screens import FindingDetail, HelpScreen
 
 GROUPS = (("prefill", "Prefill"), ("decode", "Decode"), ("other", "Other"))
 
@@ -34,36 +40,53 @@ def group_of(role: str) -> str:
 
 class PdwatchApp(App):
     TITLE = "pdwatch"
+    ENABLE_COMMAND_PALETTE = False  # every action has a key (see ?); the footer needs the room
+    TICK_BUDGET_S = 0.2  # a long replay jump evaluates the rules for at most this long per tick
     CSS = """
-    #endpoints { height: 2fr; }
+    #endpoints { height: 1fr; }
     .group-title { height: 1; text-style: bold; background: $panel; padding: 0 1; }
     .group { height: auto; }
     Screen.-wide .group { layout: grid; grid-size: 2; grid-rows: auto; grid-gutter: 0 1; }
     #findings-title { height: 1; text-style: bold; background: $panel; padding: 0 1; }
-    #findings-box { height: 1fr; min-height: 5; }
+    /* as tall as the findings (at most 40%): the panes get the rest */
+    #findings-box { height: auto; max-height: 40%; min-height: 5; }
     #status { height: 1; color: $text-muted; padding: 0 1; }
     """
+    # The footer shows what fits in 80 columns; ? lists every key.
     BINDINGS = [
         Binding("q", "quit", "quit"),
         Binding("question_mark", "help", "help", key_display="?"),
+        Binding("d", "endpoint_detail", "endpoint"),
         Binding("space", "pause", "pause"),
-        Binding("plus,equals_sign", "faster", "faster", key_display="+"),
-        Binding("minus", "slower", "slower", key_display="-"),
+        Binding("s", "step", "step", show=False),
+        Binding("plus,equals_sign", "faster", "faster", key_display="+", show=False),
+        Binding("minus", "slower", "slower", key_display="-", show=False),
         Binding("n", "next_finding", "next"),
         Binding("p", "previous_finding", "prev"),
-        Binding("e", "export", "export"),
+        Binding("g", "seek", "go to"),
+        Binding("e", "export", "export", show=False),
     ]
 
     def __init__(self, session: LiveSession, refresh: float = 0.5, export_path: str = "pdwatch-live-report.md") -> None:
         super().__init__()
         self.session = session
+        session.tick_budget_s = self.TICK_BUDGET_S
         self.refresh_s = refresh
         self.export_path = export_path
         self.snapshot: Snapshot | None = None
         self._panes: dict[str, EndpointPane] = {}
         self._stop = threading.Event()
         self._status = ""
+        self._select_next_fired = False  # after n: put the cursor on the finding that stops the replay
         self.main = None  # the main screen, set on mount
+
+    REPLAY_ONLY = {"pause", "step", "faster", "slower", "seek"}
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """Watch mode has no clock to move: its footer does not offer the replay keys."""
+        if action in self.REPLAY_ONLY and self.session.mode != "replay":
+            return False
+        return True
 
     @property
     def panes(self) -> dict[str, EndpointPane]:
@@ -131,12 +154,28 @@ class PdwatchApp(App):
         self.snapshot = snap
         try:
             self.render_snapshot(snap)
+            if self._select_next_fired and not self.session.finding_hunt_active:
+                self._select_next_fired = False
+                if snap.paused and snap.all_findings:  # stopped on a new finding: the newest start
+                    newest = max(snap.all_findings, key=lambda f: f.start)
+                    self._select_finding(newest.start)
+                    self.set_status(f"next finding: {newest.rule} on {newest.endpoint or 'the deployment'} "
+                                    f"at {clock_text(newest.start)} (paused)")
+                else:
+                    self.set_status("no new finding up to the end of the logs")
+            if isinstance(self.screen, EndpointDetailScreen):
+                detail = self.session.endpoint_detail(self.screen.endpoint)
+                if detail is not None:  # None: a rewind to before its first line; keep the last view
+                    self.screen.show(detail, snap)
         except NoMatches:  # a tick racing the app's shutdown
             pass
 
     def render_snapshot(self, snap: Snapshot) -> None:
         main = self.main
         main.query_one(DeploymentHeader).show(snap)
+        names = {row.name for row in snap.endpoints}
+        for name in [n for n in self._panes if n not in names]:  # a rewind to before its first line
+            self._panes.pop(name).remove()
         for row in snap.endpoints:
             pane = self._panes.get(row.name)
             if pane is not None and pane.role != row.role:  # the role became known: move the pane
@@ -149,9 +188,10 @@ class PdwatchApp(App):
                 container = main.query_one(f"#group-{group}")
                 after = [p for p in container.query(EndpointPane) if p.endpoint > row.name]
                 container.mount(pane, before=after[0] if after else None)
-                main.query_one(f"#title-{group}").display = True
             else:
                 pane.show(row)
+        for key, _ in GROUPS:
+            main.query_one(f"#title-{key}").display = any(group_of(p.role) == key for p in self._panes.values())
         main.query_one(FindingsTable).show(snap.findings)
         if snap.notices:
             self.set_status(snap.notices[-1])
@@ -183,20 +223,101 @@ class PdwatchApp(App):
         if self.session.mode == "replay":
             self.set_status(f"speed {_speed(self.session.slower())}")
 
+    def _replay_only(self, what: str) -> bool:
+        if self.session.mode != "replay":
+            self.set_status(f"{what}: only a replay can do that")
+            return False
+        if not self.session.seekable:
+            self.set_status(f"{what}: the logs are still being read")
+            return False
+        return True
+
+    def action_step(self) -> None:
+        if self._replay_only("step"):
+            self.session.step(self.refresh_s)
+            self.tick()
+            self.set_status(f"paused; stepped to {clock_text(self.snapshot.clock if self.snapshot else None)}")
+
     def action_next_finding(self) -> None:
         table = self.main.query_one(FindingsTable)
-        if table.findings and table.cursor_row < len(table.findings) - 1:
-            table.move_cursor(row=table.cursor_row + 1)
-        elif self.session.mode == "replay" and not (self.snapshot and self.snapshot.done):
-            self.session.seek_next_finding()
-            self.set_status("playing on to the next finding…")
         table.focus()
+        if self.session.mode != "replay":
+            if table.findings and table.cursor_row < len(table.findings) - 1:
+                table.move_cursor(row=table.cursor_row + 1)
+            return
+        if self.snapshot and self.snapshot.done:
+            self.set_status("the replay has ended: no finding after this one (g or p to go back)")
+            return
+        self.session.seek_next_finding()
+        self._select_next_fired = True
+        self.set_status("playing on to the next finding…")
 
     def action_previous_finding(self) -> None:
         table = self.main.query_one(FindingsTable)
-        if table.findings and table.cursor_row > 0:
-            table.move_cursor(row=table.cursor_row - 1)
         table.focus()
+        if self.session.mode != "replay":
+            if table.findings and table.cursor_row > 0:
+                table.move_cursor(row=table.cursor_row - 1)
+            return
+        if not self._replay_only("previous finding"):
+            return
+        start = self.session.previous_finding_start()
+        if start is None:
+            self.set_status("no finding started before the clock")
+            return
+        self.session.paused = True  # stay on it
+        self._go_to(start, f"back to the previous finding, at {clock_text(start.to_pydatetime())} (paused)")
+        self._select_finding(start.to_pydatetime())
+
+    def _select_finding(self, start) -> None:
+        table = self.main.query_one(FindingsTable)
+        rows = [i for i, f in enumerate(table.findings) if f.start == start]
+        if rows:
+            table.move_cursor(row=rows[0])
+
+    def action_seek(self) -> None:
+        if self._replay_only("go to a time"):
+            self.push_screen(SeekScreen(self.session), self._seek_chosen)
+
+    def _seek_chosen(self, target) -> None:
+        if target is not None:
+            self._go_to(target, f"going to {clock_text(target.to_pydatetime())}")
+
+    def _go_to(self, target, message: str) -> None:
+        reached = self.session.seek(target)
+        if reached is not None and reached != target:
+            message += f" (the logs end at {clock_text(reached.to_pydatetime())}; went there)" \
+                if reached < target else f" (the logs start at {clock_text(reached.to_pydatetime())}; went there)"
+        self.set_status(message)
+        self.tick()
+
+    def action_endpoint_detail(self) -> None:
+        name = self._chosen_endpoint()
+        if name is None:
+            self.set_status("no endpoint yet")
+        else:
+            self._open_endpoint(name)
+
+    def on_endpoint_pane_open(self, message: EndpointPane.Open) -> None:
+        self._open_endpoint(message.endpoint)
+
+    def _chosen_endpoint(self) -> str | None:
+        """The focused pane's endpoint, else the selected finding's, else the first pane's."""
+        focused = self.focused
+        if isinstance(focused, EndpointPane):
+            return focused.endpoint
+        finding = self.main.query_one(FindingsTable).selected()
+        if isinstance(focused, FindingsTable) and finding is not None and finding.endpoint in self._panes:
+            return finding.endpoint
+        panes = list(self.main.query(EndpointPane))
+        return panes[0].endpoint if panes else None
+
+    def _open_endpoint(self, name: str) -> None:
+        detail = self.session.endpoint_detail(name)
+        if detail is None:
+            self.set_status(f"{name}: nothing from it in the logs up to the clock")
+            return
+        self.push_screen(EndpointDetailScreen(detail, self.snapshot))
 
     def action_export(self) -> None:
         from pdwatch.report import data, markdown

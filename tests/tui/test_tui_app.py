@@ -12,7 +12,8 @@ import pytest
 from pdwatch.live import LiveSession, parse_start
 from pdwatch.tui.app import PdwatchApp
 from pdwatch.tui.widgets.findings_table import FindingsTable
-from pdwatch.tui.widgets.screens import FindingDetail, HelpScreen
+from pdwatch.tui.screens.finding_detail import FindingDetail
+from pdwatch.tui.screens.help import HelpScreen
 
 REPO = Path(__file__).resolve().parents[2]
 PREFILL_BOUND = REPO / "samples" / "prefill-bound"
@@ -95,7 +96,7 @@ def test_help_screen_and_replay_keys():
             await pilot.press("question_mark")
             assert await _wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
             text = _plain(app.screen.query_one("#help-text"))
-            for key in ("?", "q", "enter", "space", "+ / -", "n / p", "e"):
+            for key in ("?", "q", "enter", "space", "+ / -", "n", "p", "s", "g", "d", "e", "tab"):
                 assert key in text
             await pilot.press("escape")
             assert await _wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))

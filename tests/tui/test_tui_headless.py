@@ -84,6 +84,21 @@ def test_speed_and_start_parsing():
         parse_speed("0x")
     assert parse_start("14:01") == "14:01"
     assert str(parse_start("2026-05-29 14:01:00")) == "2026-05-29 14:01:00+00:00"
+    assert parse_start("+5m").total_seconds() == 300 and parse_start("-90s").total_seconds() == -90
+    assert parse_start("+1h30m").total_seconds() == 5400
+    for bad in ("+5", "soon", "", "+m"):
+        with pytest.raises(ValueError, match=r"\+5m"):
+            parse_start(bad)
+
+
+def test_replay_start_offsets_count_from_the_first_and_last_timestamps():
+    def first_clock(start: str):
+        session = LiveSession([str(PREFILL_BOUND)], mode="replay", speed=1.0, start=parse_start(start))
+        while session.ingest(2000):
+            pass
+        return session.tick(0.0).clock.isoformat()
+    assert first_clock("+1m") == "2026-05-29T13:58:51.250470+00:00"  # logs start 13:57:51.250470
+    assert first_clock("-1m") == "2026-05-29T14:01:29.000113+00:00"  # and end 14:02:29.000113
 
 
 def test_replay_bad_speed_is_usage_error(capsys):

@@ -16,6 +16,7 @@ import pytest
 
 from pdwatch.live import LiveSession
 from pdwatch.tui.app import PdwatchApp
+from pdwatch.tui.screens.endpoint_detail import EndpointDetailScreen
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -37,3 +38,19 @@ async def _until_done(pilot) -> None:
 @pytest.mark.parametrize("sample", ["prefill-bound", "kv-exhausted"])
 def test_dashboard_snapshot(snap_compare, sample, size):
     assert snap_compare(_app(sample), terminal_size=size, run_before=_until_done)
+
+
+async def _decode_detail(pilot) -> None:
+    await _until_done(pilot)
+    pilot.app.panes["decode_w0"].focus()
+    await pilot.press("d")
+    for _ in range(100):
+        if isinstance(pilot.app.screen, EndpointDetailScreen):
+            break
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_endpoint_detail_snapshot(snap_compare, size):
+    assert snap_compare(_app("kv-exhausted"), terminal_size=size, run_before=_decode_detail)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
@@ -12,21 +14,34 @@ from pdwatch.live import EndpointRow
 from .format import ROLE_STYLE, count, fmt_age, kv_bar, rate, time_text
 
 
-class EndpointPane(Vertical):
+class EndpointPane(Vertical, can_focus=True):
+    """Focusable (tab): enter or d opens the endpoint's detail screen."""
+
+    BINDINGS = [Binding("enter", "open", "detail", show=False)]
     DEFAULT_CSS = """
     EndpointPane { height: auto; border: round $primary-darken-2; padding: 0 1; margin: 0 0 0 0; }
     EndpointPane.stale { border: round $error; }
+    EndpointPane:focus { border: double $accent; }
+    EndpointPane.stale:focus { border: double $error; }
     EndpointPane > .title { height: 1; }
     EndpointPane > .numbers { height: 1; }
     EndpointPane > Sparkline { height: 1; width: 1fr; margin: 0 0; }
     EndpointPane > .engines { height: auto; color: $text-muted; }
     """
 
+    class Open(Message):
+        """Open the detail screen of this endpoint."""
+
+        def __init__(self, endpoint: str) -> None:
+            super().__init__()
+            self.endpoint = endpoint
+
     def __init__(self, row: EndpointRow) -> None:
         super().__init__()
         self.endpoint = row.name
         self.role = row.role
         self._row = row
+        self._shown: EndpointRow | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(classes="title")
@@ -35,19 +50,35 @@ class EndpointPane(Vertical):
         yield Static(classes="engines")
 
     def on_mount(self) -> None:
-        self.show(self._row)
+        self._fill(self._row)
+
+    def action_open(self) -> None:
+        self.post_message(self.Open(self.endpoint))
 
     def show(self, row: EndpointRow) -> None:
         self._row = row
-        if not self.is_mounted:
-            return
+        if self.is_mounted and row != self._shown:  # nothing changed: no update, no relayout
+            self._fill(row)
+
+    def _fill(self, row: EndpointRow) -> None:
+        self._shown = row
         title, numbers, spark, engines = self.children
-        title.update(render_title(row))  # type: ignore[attr-defined]
-        numbers.update(render_numbers(row))  # type: ignore[attr-defined]
-        spark.data = list(row.history)  # type: ignore[attr-defined]
+        # Title and numbers are one line each: a new text needs a repaint, not a layout of the screen
+        # (a STALE counter changes every second on an idle dashboard).
+        _set(title, render_title(row), layout=False)
+        _set(numbers, render_numbers(row), layout=False)
+        history = list(row.history)
+        if spark.data != history:  # type: ignore[attr-defined]
+            spark.data = history  # type: ignore[attr-defined]
         spark.display = bool(row.history)
-        engines.update(render_engines(row))  # type: ignore[attr-defined]
+        _set(engines, render_engines(row), layout=True)
         self.set_class(row.stale_for_s is not None, "stale")
+
+
+def _set(widget, text: Text, layout: bool) -> None:
+    if getattr(widget, "_pdwatch_text", None) != text:
+        widget._pdwatch_text = text
+        widget.update(text, layout=layout)
 
 
 def render_title(row: EndpointRow) -> Text:

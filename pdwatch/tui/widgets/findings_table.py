@@ -12,7 +12,7 @@ from .format import severity, time_text
 
 class FindingsTable(DataTable):
     DEFAULT_CSS = """
-    FindingsTable { height: 1fr; min-height: 4; }
+    FindingsTable { height: auto; max-height: 100%; min-height: 4; overflow-x: hidden; }  /* enter shows it all */
     """
 
     def __init__(self, **kwargs) -> None:

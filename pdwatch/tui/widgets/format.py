@@ -22,6 +22,15 @@ def time_text(value: datetime | None) -> str:
     return "?" if value is None else value.strftime("%H:%M:%S")
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0))}
+
+
+def log_text(line: str, style: str = "") -> Text:
+    """A raw log line as literal text: no markup, and control characters (an escape sequence, a
+    carriage return) shown as ``\\x1b`` instead of reaching the terminal."""
+    return Text(line.translate(_CONTROL), style=style, no_wrap=False)
+
+
 def severity(sev: str) -> Text:
     return Text(f" {sev.upper()} ", style=SEVERITY_STYLE.get(sev, "bold"))
 
@@ -46,4 +55,4 @@ def count(value: float | None) -> str:
     return "?" if value is None else f"{value:,.0f}"
 
 
-__all__ = ["clock_text", "time_text", "severity", "kv_bar", "rate", "count", "fmt_age", "ROLE_STYLE"]
+__all__ = ["clock_text", "time_text", "log_text", "severity", "kv_bar", "rate", "count", "fmt_age", "ROLE_STYLE"]

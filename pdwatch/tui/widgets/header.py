@@ -17,8 +17,14 @@ class DeploymentHeader(Static):
     DeploymentHeader { height: auto; max-height: 4; background: $boost; padding: 0 1; }
     """
 
+    _shown: Text | None = None
+
     def show(self, snap: Snapshot) -> None:
-        self.update(render_header(snap))
+        text = render_header(snap)
+        if text != self._shown:  # only when the text changed; a layout only when its length did
+            same_shape = self._shown is not None and len(text.plain) == len(self._shown.plain)
+            self._shown = text
+            self.update(text, layout=not same_shape)
 
 
 def render_header(snap: Snapshot) -> Text:
@@ -51,6 +57,8 @@ def render_header(snap: Snapshot) -> Text:
     if snap.mode == "replay":
         if snap.loading:
             second.append("  replay: reading the logs…", style="yellow")
+        elif snap.seeking_to is not None:
+            second.append(f"  replay: going to {clock_text(snap.seeking_to)[11:]}…", style="yellow")
         else:
             speed = "max" if snap.speed is not None and math.isinf(snap.speed) else f"{snap.speed:g}x"
             state = "ended" if snap.done else "paused" if snap.paused else "playing"

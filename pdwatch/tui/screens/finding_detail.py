@@ -1,4 +1,4 @@
-"""The finding detail screen (explanation, evidence, fix) and the help screen."""
+"""The finding detail screen: explanation, evidence lines (literal text), fix."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from textual.widgets import Footer, Static
 
 from pdwatch.live import FindingRow
 
-from .format import severity, time_text
+from ..widgets.format import log_text, severity, time_text
 
 
 class FindingDetail(ModalScreen):
@@ -52,40 +52,8 @@ class FindingDetail(ModalScreen):
             for i, e in enumerate(f.evidence):
                 line = Text(f"{e.source}:{e.line_no}", style="dim")
                 line.append("  ")
-                line.append(e.text)
+                line.append_text(log_text(e.text))
                 yield Static(line, classes="evidence", id=f"evidence-{i}")
             yield Static("Fix", classes="heading", markup=False)
             yield Static(Text(f.recommendation), id="detail-fix")
         yield Footer()
-
-
-KEYS = [
-    ("?", "this help"),
-    ("q", "quit"),
-    ("up/down", "move in the findings table"),
-    ("enter", "open the selected finding: explanation, evidence lines, fix"),
-    ("escape", "close a screen"),
-    ("n / p", "next / previous finding (replay: n at the last one plays on until a new one fires)"),
-    ("space", "replay: pause / resume"),
-    ("+ / -", "replay: faster / slower (x2, /2)"),
-    ("e", "export: write the Markdown report of what is on screen so far"),
-]
-
-
-class HelpScreen(ModalScreen):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 80; max-width: 95%; height: auto; max-height: 90%;
-                                  border: thick $primary; background: $surface; padding: 0 1; }
-    """
-
-    def compose(self) -> ComposeResult:
-        text = Text("pdwatch keys\n\n", style="bold")
-        for key, what in KEYS:
-            text.append(f"{key:>10}", style="bold")
-            text.append(f"  {what}\n")
-        text.append("\nPanes: STALE = no line for more than 3 stats intervals; KV bar yellow >= 80%, red >= 95%.",
-                    style="dim")
-        with VerticalScroll():
-            yield Static(text, id="help-text")

@@ -1,0 +1,1 @@
+"""Screens over the dashboard: finding detail, endpoint detail, seek input, help."""
