@@ -39,7 +39,7 @@ from parsers import Event
 from pdwatch.deployment import DeploymentModel, EndpointSpec
 from pdwatch.event_stream import EventStream
 from pdwatch.report.data import evidence_entry
-from pdwatch.sources import LineBlock, SourceNotice, SourceSet
+from pdwatch.sources import LineBlock, SourceNotice, SourceSet, is_url
 from pdwatch.store import Store
 from pdwatch.throughput import COUNTED
 from rules import Finding, Rule, RuleEngine, load_rules
@@ -304,6 +304,7 @@ class LiveSession:
         self.stream = EventStream(self.sources, year=year, tz=tz)
         self._specs = tuple(specs)
         self.store = Store(DeploymentModel(self._specs))
+        self._log_stats_endpoints: set[str] = set()  # endpoints whose own stats lines arrived
         self.rules = rules if rules is not None else load_rules()
         self.engine = RuleEngine(self.rules)
         # Bumped whenever the store changes (events added, or rebuilt by a backwards seek): what is
@@ -492,6 +493,7 @@ class LiveSession:
 
     def _rebuild(self) -> None:
         self.store = Store(DeploymentModel(self._specs))
+        self._log_stats_endpoints.clear()
         self.engine = RuleEngine(self.rules)
         self._args_by_source.clear()
         self._graph_gib.clear()
@@ -649,13 +651,30 @@ class LiveSession:
             self._released = end
 
     def _add_to_store(self, events: list[Event]) -> None:
-        self.store.add(events)
+        self.store.add(self._without_shadowed_scrapes(events))
         self.generation += 1
         for e in events:  # start-up values the store keeps only as text
             if e.kind == "args" and isinstance(e.values.get("args"), dict):
                 self._args_by_source[e.source] = e.values["args"]
             elif e.kind == "cudagraph_memory" and e.values.get("actual_gib") is not None:
                 self._graph_gib[(e.source, e.engine)] = float(e.values["actual_gib"])
+
+    def _without_shadowed_scrapes(self, events: list[Event]) -> list[Event]:
+        """An endpoint watched through both its log and its /metrics URL is counted once: its
+        stats lines win (as in ``pdwatch report``); the scrapes fill in only until they come."""
+        kept: list[Event] = []
+        for event in events:
+            if event.kind == "stats":
+                endpoint = self.store.model.endpoint_of(event.source)
+                if not is_url(event.source):
+                    self._log_stats_endpoints.add(endpoint.name)
+                    endpoint.facts.pop("stats_from_metrics", None)
+                elif endpoint.name in self._log_stats_endpoints:
+                    continue
+                else:
+                    endpoint.facts["stats_from_metrics"] = True
+            kept.append(event)
+        return kept
 
     def _advance(self, target: pd.Timestamp) -> None:
         """Evaluate at every grid time up to ``target`` (and at the end of the logs)."""

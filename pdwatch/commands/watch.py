@@ -12,7 +12,8 @@ import json
 import math
 import sys
 import threading
-from typing import TextIO
+import time
+from typing import Callable, TextIO
 
 from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_scrape_interval_argument, \
     add_time_arguments, check_year, deployment_specs, load_rule_set, time_zone
@@ -145,21 +146,37 @@ def print_changes(snapshot: Snapshot, out: TextIO, jsonl: bool, err: TextIO | No
 
 
 def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jsonl: bool = False,
-                 stop: threading.Event | None = None, err: TextIO | None = sys.stderr) -> int:
-    """Print findings as they fire and clear until the replay ends (watch: until ``stop`` or Ctrl-C)."""
+                 stop: threading.Event | None = None, err: TextIO | None = sys.stderr,
+                 clock: Callable[[], float] = time.monotonic) -> int:
+    """Print findings as they fire and clear until the replay ends (watch: until ``stop`` or Ctrl-C).
+
+    Watch mode reads the sources every ``refresh / 5`` s and updates as soon as new lines
+    came in, but not more often than every ``refresh / 2`` s; without new lines, every
+    ``refresh`` s. So a line is acted on within about half a refresh, not a whole one.
+    """
     stop = stop or threading.Event()
     replay_max = session.mode == "replay" and math.isinf(session.speed)
+    live = session.mode == "watch"
+    last_tick = -math.inf
+    fresh = False  # lines read since the last update
     try:
         while not stop.is_set():
             while session.ingest(2000) and (session.mode == "replay" or not stop.is_set()):
-                pass  # drain what is there (a replay reads all its files first)
+                fresh = True  # drain what is there (a replay reads all its files first)
+            now = clock()
+            since = now - last_tick
+            if live and since < refresh and not (fresh and since >= refresh / 2):
+                stop.wait(min(refresh / 5, refresh - since))
+                continue
+            last_tick, fresh = now, False
             snapshot = session.tick()
             print_changes(snapshot, out, jsonl, err)
             if snapshot.done:
                 return 0
             if replay_max and not snapshot.loading:
                 continue
-            stop.wait(refresh)
+            if not live:
+                stop.wait(refresh)
     except KeyboardInterrupt:
         return 130
     return 0

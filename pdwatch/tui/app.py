@@ -10,6 +10,7 @@ and the rule engine have one owner.
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 
 from rich.text import Text
@@ -21,7 +22,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from pdwatch.live import LiveSession, Snapshot
 
-from .messages import IngestFailed, SourcesRead
+from .messages import IngestFailed, LinesArrived, SourcesRead
 from .screens.endpoint_detail import EndpointDetailScreen
 from .screens.finding_detail import FindingDetail
 from .screens.help import HelpScreen
@@ -76,6 +77,9 @@ class PdwatchApp(App):
         self.snapshot: Snapshot | None = None
         self._panes: dict[str, EndpointPane] = {}
         self._stop = threading.Event()
+        self._lines_pending = threading.Event()  # a LinesArrived message is on its way
+        self._last_tick = 0.0
+        self._early_tick_set = False
         self._status = ""
         self._select_next_fired = False  # after n: put the cursor on the finding that stops the replay
         self.main = None  # the main screen, set on mount
@@ -137,10 +141,27 @@ class PdwatchApp(App):
                     return
                 if n == 0:
                     self._stop.wait(0.1)
+                elif self.session.mode == "watch" and not self._lines_pending.is_set():
+                    self._lines_pending.set()  # one message per update, however many lines came in
+                    self.post_message(LinesArrived())
         except Exception:  # noqa: BLE001 - shown in the status line, the UI keeps the data it has
             self.post_message(IngestFailed(traceback.format_exc(limit=3)))
 
     def on_sources_read(self, _: SourcesRead) -> None:
+        self.tick()
+
+    def on_lines_arrived(self, _: LinesArrived) -> None:
+        """New lines while watching: update now, or half a refresh after the last update, so a
+        line shows within about half a refresh rather than a whole one."""
+        wait = self._last_tick + self.refresh_s / 2 - time.monotonic()
+        if wait <= 0:
+            self.tick()
+        elif not self._early_tick_set:
+            self._early_tick_set = True
+            self.set_timer(wait, self._early_tick)
+
+    def _early_tick(self) -> None:
+        self._early_tick_set = False
         self.tick()
 
     def on_ingest_failed(self, message: IngestFailed) -> None:
@@ -150,6 +171,8 @@ class PdwatchApp(App):
     def tick(self) -> None:
         if self._stop.is_set() or self.main is None or not self.main.is_attached:
             return  # shutting down: the widgets are going away
+        self._lines_pending.clear()
+        self._last_tick = time.monotonic()
         snap = self.session.tick()
         self.snapshot = snap
         try:

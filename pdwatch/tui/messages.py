@@ -15,3 +15,7 @@ class IngestFailed(Message):
     def __init__(self, error: str) -> None:
         super().__init__()
         self.error = error
+
+
+class LinesArrived(Message):
+    """The worker read new lines while watching (posted once until the next update)."""

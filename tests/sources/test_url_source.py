@@ -170,3 +170,49 @@ def test_topology_urls_are_checked(tmp_path):
     topology.write_text("endpoints:\n  - {name: d, role: decode, urls: ['ftp://x/metrics']}\n")
     with pytest.raises(UsageError, match=r"endpoints\[0\]: 'ftp://x/metrics': expected http://HOST:PORT/metrics"):
         load_topology(str(topology))
+
+
+def test_watching_a_log_and_its_url_counts_the_endpoint_once(tmp_path):
+    """The scrapes fill in until the endpoint's own stats lines come; then the lines win, as in report."""
+    from pdwatch.live import LiveSession
+
+    def eventually(check, timeout: float = 20.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    page = Counter()
+    log = tmp_path / "n7_decode_w0.out"
+    log.write_text("")
+    with metrics_server(page) as port:
+        url = f"http://127.0.0.1:{port}/metrics"
+        topology = tmp_path / "topology.yaml"
+        topology.write_text(f"endpoints:\n  - {{name: decode_w0, role: decode, globs: ['{log}'], urls: ['{url}']}}\n")
+        session = LiveSession([str(log), url], mode="watch", specs=load_topology(str(topology)),
+                              sources=SourceSet([str(log), url], follow=True, scrape_interval=0.2))
+        try:
+            def stats_sources() -> set[str]:
+                session.ingest()
+                session.tick()
+                return set(session.store.stats("decode_w0")["source"])
+
+            assert eventually(lambda: stats_sources() == {url})
+            endpoint = session.store.model.endpoints["decode_w0"]
+            assert endpoint.facts.get("stats_from_metrics") is True
+            with log.open("a") as f:
+                f.write("(APIServer pid=9) INFO 11-29 09:01:38 [loggers.py:335] Engine 000: Avg prompt throughput: "
+                        "5.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, "
+                        "GPU KV cache usage: 25.0%, Prefix cache hit rate: 0.0%\n")
+            assert eventually(lambda: str(log) in stats_sources())
+            scraped = len(session.store.stats("decode_w0"))
+            scrapes_before = page.scrapes
+            assert eventually(lambda: (session.ingest(), page.scrapes >= scrapes_before + 3)[1])
+            session.tick()
+            stats = session.store.stats("decode_w0")
+            assert len(stats) == scraped  # the scrapes after the first stats line were not added
+            assert "stats_from_metrics" not in endpoint.facts
+        finally:
+            session.close()

@@ -159,3 +159,52 @@ def test_watch_sees_a_finding_while_a_writer_appends(tmp_path):
         session.close()
     assert found, f"no prefill_bound line within 30 s; output: {out.getvalue()!r}"
     assert found[0]["endpoint"].startswith("prefill_w")
+
+
+class _Steps(threading.Event):
+    """A stop event whose waits return at once; stops after ``limit`` waits."""
+
+    def __init__(self, limit: int, on_wait=None) -> None:
+        super().__init__()
+        self.limit, self.waits, self.on_wait = limit, 0, on_wait
+
+    def wait(self, timeout=None) -> bool:
+        self.waits += 1
+        if self.on_wait:
+            self.on_wait(self.waits)
+        if self.waits >= self.limit:
+            self.set()
+        return self.is_set()
+
+
+def test_watch_updates_half_a_refresh_after_new_lines_not_a_whole_one(tmp_path):
+    """Clock steps of 0.3 refresh: idle, an update comes every refresh; with new lines, after half."""
+    log = tmp_path / "w0.log"
+    log.write_text("")
+    session = LiveSession([str(log)], mode="watch")
+    ticks: list[float] = []
+    real_tick = session.tick
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.3
+        return now[0]
+
+    def tick():
+        ticks.append(round(now[0], 1))
+        return real_tick()
+
+    session.tick = tick  # type: ignore[method-assign]
+
+    def write_on(wait_no: int) -> None:
+        if wait_no == 1:  # after the idle look at 0.6
+            with log.open("a") as f:
+                f.write("(APIServer pid=9) INFO 11-29 09:01:38 [loggers.py:335] Engine 000: Avg prompt throughput: "
+                        "1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+                        "GPU KV cache usage: 0.2%, Prefix cache hit rate: 0.0%\n")
+
+    run_headless(session, io.StringIO(), refresh=1.0, stop=_Steps(12, write_on), err=None, clock=clock)
+    session.close()
+    # 0.3: first update; idle look at 0.6; the line read at 0.9 (0.6 after the update) -> update at once,
+    # not at 1.3; then idle again: the next update one whole refresh later.
+    assert ticks[:3] == [0.3, 0.9, 2.1]

@@ -42,7 +42,7 @@ def render_header(snap: Snapshot) -> Text:
     line.append("  │ TPS/GPU ")
     line.append(rate(h.tps_per_gpu), style="bold")
     if h.gpus:
-        line.append(f" on {h.gpus} GPUs")
+        line.append(f" on {h.gpus} GPU{'' if h.gpus == 1 else 's'}")
     second = Text("findings: ")
     counts = snap.severity_counts()
     if counts:
