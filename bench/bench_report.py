@@ -22,7 +22,11 @@ Then, after one warm-up of each tool, ``--repeat`` timed runs round-robin of:
 * ``lnav -n -c ';SELECT count(*) FROM all_logs' FILES`` (lnav indexing the files).
 
 Peak RSS of each child is GNU time's ``%M`` (see ``bench_parse.py`` for why not
-``wait4``); the running helpers are ``bench_parse.py``'s. MB = 2^20 bytes.
+``wait4``): for ``pdwatch report``, which reads the files on every core, that is its
+largest process (the parent; each worker is forked from it and shares its pages), not
+the sum. CPU s is user + system time of the child and its workers (from
+``RUSAGE_CHILDREN``): on a shared machine it says more than wall time. The running
+helpers are ``bench_parse.py``'s. MB = 2^20 bytes.
 
 Quick check: ``python bench/bench_report.py --size 50M --duration 10m --repeat 1``.
 The 1 GB run (the default) takes several minutes on 2 cores; take figures on a quiet machine.
@@ -34,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -153,6 +158,13 @@ def make_logs(folder: Path, size: int, duration: str, seed: int) -> list[Path]:
     return paths
 
 
+def children_cpu() -> float:
+    """User + system CPU seconds of the children waited for so far (pdwatch's workers included:
+    it waits for them). On a shared machine CPU time says more than wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="1G", help="total size of the logs, binary units (default 1G; 50M: quick check)")
@@ -186,11 +198,15 @@ def main(argv: list[str] | None = None) -> int:
 
     # Warm-up (page cache), and the checks: pdwatch's report, grep's counts, lnav's rows.
     print("warm-up ...", flush=True)
+    load_before = os.getloadavg()[0]
     warm = {name: bp.run_once(cmd, capture=True, rss_file=rss_file) for name, cmd in tools.items()}
     results: dict[str, list] = {name: [] for name in tools}
+    cpu: dict[str, list[float]] = {name: [] for name in tools}
     for _ in range(args.repeat):
         for name, cmd in tools.items():
+            before = children_cpu()
             results[name].append(bp.run_once(cmd, rss_file=rss_file))
+            cpu[name].append(children_cpu() - before)
     if rss_file:
         os.unlink(rss_file)
 
@@ -200,14 +216,16 @@ def main(argv: list[str] | None = None) -> int:
     lnav_rows = bp.lnav_count(warm["lnav"]) if "lnav" in warm else None
 
     print(f"\n{total / MIB:.0f} MB in {len(files)} files, {lines:,} lines, topology {TOPOLOGY} "
-          f"({engines} engines in the report), {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
-    print(f"{'tool':<16}{'median s':>10}{'min s':>9}{'MB/s':>9}{'peak RSS MB':>13}{'x grep':>8}{'x lnav':>8}")
+          f"({engines} engines in the report), {os.cpu_count()} CPUs, "
+          f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
+    print(f"{'tool':<16}{'median s':>10}{'min s':>9}{'MB/s':>9}{'CPU s':>8}{'peak RSS MB':>13}{'x grep':>8}{'x lnav':>8}")
     med = {n: sorted(r.seconds for r in rs)[len(rs) // 2] for n, rs in results.items()}
     for name, runs in results.items():
         m = med[name]
         rss = max(r.max_rss_mb for r in runs + [warm[name]])
         x_lnav = f"{m / med['lnav']:8.2f}" if "lnav" in med else f"{'-':>8}"
-        print(f"{name:<16}{m:10.2f}{min(r.seconds for r in runs):9.2f}{total / MIB / m:9.1f}{rss:13.1f}"
+        cpu_s = sorted(cpu[name])[len(cpu[name]) // 2]
+        print(f"{name:<16}{m:10.2f}{min(r.seconds for r in runs):9.2f}{total / MIB / m:9.1f}{cpu_s:8.2f}{rss:13.1f}"
               f"{m / med['grep -c']:8.1f}{x_lnav}")
     print(f"\nchecks: grep -c stats lines {grep_count:,}; report: {len(report['findings'])} findings "
           f"({', '.join(sorted({f['rule'] for f in report['findings']})) or 'none'}), "

@@ -3,25 +3,32 @@
 The rules are evaluated at every stats interval from the first to the last timestamp
 of the run, the same loop the live dashboard runs tick by tick, so a finding has the
 start and end it would have had live.
+
+The files are read on every core when there is enough to read (``_read_on_every_core``):
+the same store, notices and findings as the sequential read, which stays for small runs,
+one core, stdin and remote sources.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import Iterable
+from typing import Any, Iterable
 
 import pandas as pd
 
 from parsers import Event
-from pdwatch import capacity_view
+from pdwatch import capacity_view, parallel_scan
 from pdwatch.capacity import ModelSpec
 from pdwatch.deployment import DeploymentModel, EndpointSpec
 from pdwatch.errors import require_inputs
 from pdwatch.event_stream import EventStream
 from pdwatch.metrics.recorded import read_recorded
-from pdwatch.sources import SourceNotice, SourceSet
-from pdwatch.store import Store
+from pdwatch.sources import FileTail, SourceNotice, SourceSet, is_ssh, is_url
+from pdwatch.store import Partial, Store, fold_events
 from pdwatch.throughput import Headline, headline
 from rules import Finding, Rule, RuleEngine, load_rules
 
@@ -53,17 +60,12 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     sources = SourceSet(paths, follow=False)
     require_inputs(sources, paths)
     store = Store(DeploymentModel(specs))
-    notices: list[SourceNotice] = []
-    batch: list[Event] = []
-    for item in EventStream(sources, year=year, tz=tz):
-        if isinstance(item, SourceNotice):
-            notices.append(item)
-            continue
-        batch.append(item)
-        if len(batch) >= _BATCH:
-            store.add(batch)
-            batch = []
-    store.add(batch)
+    files = _parallel_files(paths, sources)
+    if files is None:
+        notices = _read_here(store, sources, year, tz)
+    else:
+        sources.close()
+        notices = _read_on_every_core(store, files, sources.metrics_files, year, tz)
     store.flush()
     notices += _add_recorded_metrics(store, sources.metrics_files)
 
@@ -80,6 +82,146 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     notices += [SourceNotice(m.split(":", 1)[0], "rules", m) for m in engine.notices]
     return Analysis(list(paths), store, result, engine.findings(), rules, notices,
                     sources.metrics_files, clock, capacity)
+
+
+def _read_here(store: Store, sources: SourceSet, year: int | None, tz: tzinfo | None) -> list[SourceNotice]:
+    """The sequential read: one ``EventStream`` over every source, events in batches."""
+    notices: list[SourceNotice] = []
+    batch: list[Event] = []
+    for item in EventStream(sources, year=year, tz=tz):
+        if isinstance(item, SourceNotice):
+            notices.append(item)
+            continue
+        batch.append(item)
+        if len(batch) >= _BATCH:
+            store.add(batch)
+            batch = []
+    store.add(batch)
+    return notices
+
+
+# --- the same read on every core ------------------------------------------------------------
+#
+# The sequential read takes the files one after the other, each to its end, and the
+# scanners' ``finish`` events after all files. The store depends on the order of the
+# events only within that sequence; each worker folds its file (or a piece of a big file,
+# ``parallel_scan``) into ``store.Partial``s, shipped back instead of the events, and the
+# parent merges them in the sequential order: the same store, the same notices.
+
+MIN_PARALLEL_BYTES = 8 << 20  # below this, starting workers (~50 ms) costs more than it saves
+SPLIT_MIN_BYTES = 8 << 20  # a file is scanned in pieces over this and over a quarter of a core's share
+_MIN_PIECE_BYTES = 4 << 20
+
+_WORKER: dict[str, Any] = {}
+
+
+def _parallel_files(paths: list[str], sources: SourceSet) -> list[str] | None:
+    """The files to read on every core, in the sequential order; None to read them here."""
+    if any(is_url(p) or is_ssh(p) for p in paths) or parallel_scan.worker_count() < 2:
+        return None
+    files = sources.sources  # a replay of local paths: its files, sorted as they are read
+    if not files or "-" in files or sum(map(_size, files)) < MIN_PARALLEL_BYTES:
+        return None
+    return files
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _read_on_every_core(store: Store, files: list[str], metrics_files: list[str], year: int | None,
+                        tz: tzinfo | None) -> list[SourceNotice]:
+    workers = parallel_scan.worker_count()
+    sizes = {path: _size(path) for path in files}
+    share = sum(sizes.values()) // workers
+    # The notices the sequential read gives first: each recorded scrape skipped as a log.
+    notices = [n for n in SourceSet(metrics_files, follow=False).blocks() if isinstance(n, SourceNotice)]
+    context = multiprocessing.get_context("fork")  # workers inherit the loaded parsers and rules
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                             initargs=(year, tz)) as pool:
+        big = [path for path in files if sizes[path] >= max(SPLIT_MIN_BYTES, share // 4)]
+        # The other files first, largest first: the workers start on them while this process
+        # checks the big ones can be split (it reads their first megabyte); a big one that
+        # cannot be goes to a worker whole at the end.
+        wholes = {path: pool.submit(_read_file, path)
+                  for path in sorted((p for p in files if p not in big), key=sizes.__getitem__, reverse=True)}
+        scans: dict[str, tuple[list[SourceNotice], parallel_scan.FileScan]] = {}
+        for path in big:
+            started = _start_scan(path, pool, workers, year, tz)
+            if started is None:
+                wholes[path] = pool.submit(_read_file, path)
+            else:
+                scans[path] = started
+        finishes: list[Partial] = []
+        for path in files:
+            if path in scans:
+                opened, scan = scans.pop(path)
+                notices += opened
+                last: list[Partial] = []
+                for parts in scan:  # each piece's parts, then the finish's (merged as they come)
+                    for part in last:
+                        store.merge(part)
+                    last = parts
+                finishes += last
+            else:
+                file_notices, parts, finish = wholes.pop(path).result()
+                notices += file_notices
+                for part in parts:
+                    store.merge(part)
+                finishes += finish
+    for part in finishes:  # after every file, as EventStream.finish
+        store.merge(part)
+    return notices
+
+
+def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | None,
+                tz: tzinfo | None) -> tuple[list[SourceNotice], parallel_scan.FileScan] | None:
+    """A big file's scan in pieces, started, with the notice its sequential read gives on
+    opening it; None when it must be read as a whole (``NotSplittable``, or a notice other than
+    "opened", as for NUL padding, that the pieces would not give)."""
+    tail = FileTail(path, follow=False, chunk_size=1)  # opens it and reads a few bytes: its notices
+    try:
+        opened = [item for item in tail.poll() if isinstance(item, SourceNotice)]
+    finally:
+        tail.close()
+    if [n.kind for n in opened] != ["opened"]:
+        return None
+    # Two pieces a worker at least: the last pieces of a file end nearly together.
+    piece_bytes = min(parallel_scan._PIECE_BYTES, max(_MIN_PIECE_BYTES, _size(path) // (2 * workers)))
+    try:
+        scan = parallel_scan.FileScan(path, year=year, tz=tz, render=fold_events, workers=workers,
+                                      piece_bytes=piece_bytes, finish_apart=True)
+        scan.start(pool)
+    except (parallel_scan.NotSplittable, OSError):
+        return None
+    return opened, scan
+
+
+def _init_worker(year: int | None, tz: tzinfo | None) -> None:
+    _WORKER.update(year=year, tz=tz)
+
+
+def _read_file(path: str) -> tuple[list[SourceNotice], list[Partial], list[Partial]]:
+    """One whole file as the sequential read takes it: its notices, its events folded, and the
+    folded events of its scanner's ``finish`` (which the sequential read gives after all files)."""
+    sources = SourceSet([path], follow=False)
+    stream = EventStream(sources, year=_WORKER["year"], tz=_WORKER["tz"])
+    notices: list[SourceNotice] = []
+    parts: list[Partial] = []
+    batch: list[Event] = []
+    for item in sources.blocks():
+        if isinstance(item, SourceNotice):
+            notices.append(item)
+            continue
+        batch += stream.events_of(item)
+        if len(batch) >= _BATCH:
+            parts += fold_events(batch)
+            batch = []
+    parts += fold_events(batch)
+    return notices, parts, fold_events(stream.finish())
 
 
 def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:

@@ -47,14 +47,16 @@ class _Piece:
     end: int
     first_line_no: int
     last: bool
+    finish_apart: bool = False
 
 
 @dataclass
 class _PieceResult:
-    output: Any
+    output: list[Any]  # render() of each block of the piece, in order
     state_before: tuple | None  # None: the piece was scanned from the true state (start of file or a rescan)
     state_after: tuple
     parse_errors: int
+    finish_output: Any = None  # render(the scanner's finish events), with finish_apart
 
 
 def worker_count() -> int:
@@ -73,45 +75,90 @@ def should_split(path: str, workers: int | None = None) -> bool:
 
 
 def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
-              workers: int | None = None, piece_bytes: int = _PIECE_BYTES) -> Iterator[Any]:
-    """``render(events)`` of consecutive pieces of ``path``, in order: together, the events a
-    sequential ``LogScanner`` gives for the whole file, ``finish`` included.
+              workers: int | None = None, piece_bytes: int = _PIECE_BYTES,
+              finish_apart: bool = False) -> Iterator[Any]:
+    """``render(events)`` of consecutive stretches of ``path`` (a few MB each), in order: together, the events a
+    sequential ``LogScanner`` gives for the whole file, ``finish`` included. With
+    ``finish_apart``, the events of the scanner's ``finish`` are not in the last piece's but
+    come as one more ``render`` at the end (a caller of several files puts them after all
+    files, where ``EventStream`` has them).
 
     Raises ``NotSplittable`` (before yielding anything) when the file must be read sequentially.
     """
     workers = workers or worker_count()
-    mtime = os.stat(path).st_mtime
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        _check_splittable(path, data, year, tz, mtime)
-        bounds = _piece_bounds(data, piece_bytes)
-        hint = year_hint_from_bytes(data[: _first_block_end(data)])
+    scan = FileScan(path, year=year, tz=tz, render=render, workers=workers, piece_bytes=piece_bytes,
+                    finish_apart=finish_apart)
     context = multiprocessing.get_context("fork")  # workers inherit the loaded parsers: no re-import
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                             initializer=_init_worker, initargs=(year, tz, mtime, hint, render)) as pool:
-        counts = list(pool.map(_count_lines, [(path, s, e) for s, e in bounds]))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                             initargs=(year, tz, scan.mtime, scan.hint, render)) as pool:
+        scan.start(pool, shared=False)
+        yield from scan
+
+
+class FileScan:
+    """One file's scan in pieces on a pool: ``start`` submits the first pieces, iterating
+    gives ``scan_file``'s outputs (and submits the rest as the first are verified).
+
+    A pool shared with other work (``shared=True``: the caller's, for several files) gets
+    the scanner's settings with each piece; a pool of its own has them from its initializer.
+    ``render`` must then be picklable (a module-level function).
+    """
+
+    def __init__(self, path: str, *, year: int | None, tz: tzinfo | None, render: Render,
+                 workers: int | None = None, piece_bytes: int = _PIECE_BYTES, finish_apart: bool = False) -> None:
+        self.path, self.year, self.tz, self.render = path, year, tz, render
+        self.workers = workers or worker_count()
+        self.finish_apart = finish_apart
+        self.mtime = os.stat(path).st_mtime
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            _check_splittable(path, data, year, tz, self.mtime)
+            self._bounds = _piece_bounds(data, piece_bytes)
+            self.hint = year_hint_from_bytes(data[: _first_block_end(data)])
+        self._pool: ProcessPoolExecutor | None = None
+        self._context: tuple | None = None
+        self._in_flight: deque[tuple[_Piece, Future]] = deque()
+        self._queue: Iterator[_Piece] = iter(())
+
+    def start(self, pool: ProcessPoolExecutor, *, shared: bool = True) -> None:
+        """Count the lines of the pieces (raises ``NotSplittable``) and submit the first ones."""
+        bounds = self._bounds
+        counts = list(pool.map(_count_lines, [(self.path, s, e) for s, e in bounds]))
         if any(count is None for count in counts):
-            raise NotSplittable(f"{path}: a line longer than {MAX_LINE_BYTES} bytes is cut by the sequential reader")
+            raise NotSplittable(f"{self.path}: a line longer than {MAX_LINE_BYTES} bytes is cut by the sequential reader")
         pieces, line_no = [], 1
         for (start, end), count in zip(bounds, counts):
-            pieces.append(_Piece(path, start, end, line_no, end == bounds[-1][1]))
+            pieces.append(_Piece(self.path, start, end, line_no, end == bounds[-1][1], self.finish_apart))
             line_no += count
-        in_flight: deque[tuple[_Piece, Future]] = deque()
-        queue = iter(pieces)
-        true_state: tuple | None = None
-        for piece in queue:
-            in_flight.append((piece, pool.submit(_scan_piece, piece, None)))
-            if len(in_flight) >= 2 * workers:
+        self._pool = pool
+        self._context = (self.year, self.tz, self.mtime, self.hint, self.render) if shared else None
+        self._queue = iter(pieces)
+        for piece in self._queue:
+            self._submit(piece)
+            if len(self._in_flight) >= 2 * self.workers:
                 break
-        while in_flight:
-            piece, future = in_flight.popleft()
+
+    def _submit(self, piece: _Piece) -> None:
+        assert self._pool is not None
+        if self._context is None:
+            future = self._pool.submit(_scan_piece, piece, None)
+        else:
+            future = self._pool.submit(_scan_piece_with, piece, self._context)
+        self._in_flight.append((piece, future))
+
+    def __iter__(self) -> Iterator[Any]:
+        true_state: tuple | None = None
+        while self._in_flight:
+            piece, future = self._in_flight.popleft()
             result: _PieceResult = future.result()
             if result.state_before is not None and result.state_before != true_state:
-                result = _scan_piece_here(piece, true_state, year, tz, mtime, hint, render)
+                result = _scan_piece_here(piece, true_state, self.year, self.tz, self.mtime, self.hint, self.render)
             true_state = result.state_after
-            yield result.output
-            nxt = next(queue, None)
+            nxt = next(self._queue, None)
             if nxt is not None:
-                in_flight.append((nxt, pool.submit(_scan_piece, nxt, None)))
+                self._submit(nxt)
+            yield from result.output
+            if piece.last and self.finish_apart:
+                yield result.finish_output
 
 
 def _check_splittable(path: str, data: mmap.mmap, year: int | None, tz: tzinfo | None, mtime: float) -> None:
@@ -166,6 +213,11 @@ def _scan_piece(piece: _Piece, state: tuple | None) -> _PieceResult:
     return _scan_piece_here(piece, state, w["year"], w["tz"], w["mtime"], w["hint"], w["render"])
 
 
+def _scan_piece_with(piece: _Piece, context: tuple) -> _PieceResult:
+    """A piece on a shared pool: the scanner's settings come with it."""
+    return _scan_piece_here(piece, None, *context)
+
+
 def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, render: Render) -> _PieceResult:
     """Scan one piece; from ``state`` when given, else from a warm-up guess (recorded for the check)."""
     scanner = LogScanner(piece.path, year=year, tz=tz, mtime=mtime)
@@ -178,12 +230,15 @@ def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, 
             if warm_start > 0:
                 scanner.start_mid_file(hint)
             warm_line = piece.first_line_no - data[warm_start:piece.start].count(b"\n")
-            _feed(scanner, data, warm_start, piece.start, warm_line)  # events of the previous piece: dropped
+            _feed(scanner, data, warm_start, piece.start, warm_line, None)  # the previous piece's events: dropped
             state_before = scanner.boundary_state()
-        events = _feed(scanner, data, piece.start, piece.end, piece.first_line_no)
-    if piece.last:
-        events += scanner.finish()
-    return _PieceResult(render(events), state_before, scanner.boundary_state(), scanner.parse_errors)
+        outputs = _feed(scanner, data, piece.start, piece.end, piece.first_line_no, render)
+    finish_output = None
+    if piece.last and piece.finish_apart:
+        finish_output = render(scanner.finish())
+    elif piece.last:
+        outputs.append(render(scanner.finish()))
+    return _PieceResult(outputs, state_before, scanner.boundary_state(), scanner.parse_errors, finish_output)
 
 
 def _warmup_start(data: mmap.mmap, start: int) -> int:
@@ -193,8 +248,11 @@ def _warmup_start(data: mmap.mmap, start: int) -> int:
     return newline + 1 if newline >= 0 else start
 
 
-def _feed(scanner: LogScanner, data: mmap.mmap, start: int, end: int, line_no: int) -> list[Event]:
-    events: list[Event] = []
+def _feed(scanner: LogScanner, data: mmap.mmap, start: int, end: int, line_no: int,
+          render: Render | None) -> list[Any]:
+    """``render`` of each block's events (a piece's events are never all held at once: a
+    16 MB piece of a router log is ~150k events, ~100 MB); None: the events are dropped."""
+    outputs: list[Any] = []
     pos = start
     while pos < end:
         size = _first_block_end(data) if pos == 0 else _FEED_BYTES
@@ -202,7 +260,9 @@ def _feed(scanner: LogScanner, data: mmap.mmap, start: int, end: int, line_no: i
         if stop < end:
             stop = data.rfind(b"\n", pos, stop) + 1  # lines are under the cap (checked while counting)
         block = data[pos:stop]
-        events += scanner.feed(block, line_no)
+        events = scanner.feed(block, line_no)
+        if render is not None:
+            outputs.append(render(events))
         line_no += block.count(b"\n")
         pos = stop
-    return events
+    return outputs

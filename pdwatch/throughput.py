@@ -74,7 +74,7 @@ def bucketed(frames: dict[str, tuple[Endpoint, pd.DataFrame]], bucket_s: float) 
         return pd.DataFrame(columns=["tokens", "inflight", "running"], dtype="float64")
 
     def add(parts: list[pd.Series]) -> pd.Series:
-        return pd.concat(parts, axis=1).sum(axis=1, min_count=1) if parts else pd.Series(dtype="float64")
+        return pd.concat(parts, axis=1, sort=True).sum(axis=1, min_count=1) if parts else pd.Series(dtype="float64")
 
     frame = pd.DataFrame({"tokens": add(tokens), "inflight": add(inflight),
                           "running": add(decode_running or running)})

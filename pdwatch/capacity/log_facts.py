@@ -27,6 +27,14 @@ _PROFILE = {"total_gib": "memory_total_gib", "utilization": "profile_utilization
             "non_torch_gib": "non_torch_gib", "activation_peak_gib": "activation_peak_gib",
             "cudagraph_gib": "cudagraph_estimate_gib"}
 
+# Every kind fold() (and pdwatch.facts.learn under it) reads; the store ships only these
+# (among others) from a worker to the parent, so a kind read here must be listed.
+FACT_KINDS = frozenset({
+    "args", "engine_config", "version", "cudagraph_capture", "kv_cache_size", "max_concurrency",
+    "kv_memory", "model_loading", "block_size", "ssm_dtype", "ssm_conv_layout", "stats_disabled",
+    "memory_profile", "cudagraph_memory",
+})
+
 
 def facts_by_source(events: Iterable[Event]) -> dict[str, dict[str, Any]]:
     """One facts dict per log file (each file is one vLLM server), in first-seen order."""
