@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from pdwatch import __version__
-from pdwatch.commands import capacity as capacity_cmd, demo as demo_cmd, parse as parse_cmd, record as record_cmd, report as report_cmd, rules_cmd, simulate as simulate_cmd, watch as watch_cmd
 from pdwatch.errors import UsageError
 
-COMMANDS = [parse_cmd, report_cmd, rules_cmd, simulate_cmd, demo_cmd, capacity_cmd, watch_cmd, record_cmd]
+# Sub-command -> module. Only the chosen one is imported: the others pull in pandas, Textual,
+# the simulator (~0.6 s together), which `pdwatch parse` on a big file would wait for.
+COMMANDS = {
+    "parse": "pdwatch.commands.parse",
+    "report": "pdwatch.commands.report",
+    "rules": "pdwatch.commands.rules_cmd",
+    "simulate": "pdwatch.commands.simulate",
+    "demo": "pdwatch.commands.demo",
+    "capacity": "pdwatch.commands.capacity",
+    "watch": "pdwatch.commands.watch",  # registers replay too
+    "replay": "pdwatch.commands.watch",
+    "record": "pdwatch.commands.record",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every sub-command, or only ``command``'s when it names one."""
     parser = argparse.ArgumentParser(
         prog="pdwatch",
         description="Find the bottleneck of a prefill/decode-disaggregated vLLM deployment from its logs and metrics.",
@@ -20,13 +33,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pdwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for command in COMMANDS:
-        command.register(sub)
+    modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for module in modules:
+        importlib.import_module(module).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((a for a in argv if not a.startswith("-")), None)  # top-level options take no value
+    args = build_parser(chosen).parse_args(argv)
     try:
         return int(args.run(args) or 0)
     except UsageError as exc:
