@@ -44,7 +44,7 @@ import make_mixed_log  # noqa: E402  (sibling script)
 MIB = 1 << 20
 NEEDLE = "Avg prompt throughput"
 LNAV_QUERY = ";SELECT count(*) FROM all_logs"
-STATS_PREFIX = b'{"kind": "stats"'
+STATS_PREFIXES = (b'{"kind":"stats"', b'{"kind": "stats"')  # orjson's compact form, json's spaced one
 
 
 @dataclass
@@ -124,7 +124,7 @@ def count_stats_events(cmd: list[str], rss_file: str | None = None) -> tuple[int
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(_wrapped(cmd, rss_file), stdout=subprocess.PIPE, stderr=err, bufsize=MIB)
-        stats = sum(1 for line in proc.stdout if line.startswith(STATS_PREFIX))
+        stats = sum(1 for line in proc.stdout if line.startswith(STATS_PREFIXES))
         proc.stdout.close()
         rss = _finish(proc, cmd, err, rss_file)
         seconds = time.perf_counter() - t0

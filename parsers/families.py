@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 
 import regex
 
-from .fastlane import STATS_ENGINE_KEY, spec_decode_message, stats_message
+from .fastlane import STATS_ENGINE_KEY, finite_number, spec_decode_message, stats_message
 from .pyrepr import ReprError, parse_args_dict, parse_repr
 
 Values = dict[str, Any]
@@ -47,13 +47,7 @@ def family(name: str, needles: Iterable[str], samples: Iterable[Sample] = ()):
     return register
 
 
-def _num(text: str) -> float | None:
-    """A printed float; ``nan`` and ``inf`` become None (JSON has no such numbers)."""
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value == value and value not in (float("inf"), float("-inf")) else None
+_num = finite_number  # a printed float; ``nan`` and ``inf`` become None
 
 
 def _int(text: str) -> int:

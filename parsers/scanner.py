@@ -2,7 +2,9 @@
 
 Speed comes from not looking at lines that cannot match: one byte-level search for
 every family's needles runs over the whole block in C, and only the lines it hits
-are decoded, cleaned and parsed. Two situations need every line instead, and only
+are decoded, cleaned and parsed; the hottest of those (stats, KV-transfer, spec-decode,
+router, access and request-completed lines) are read whole in one match on their bytes
+(``fastlane``), falling back to the general path. Two situations need every line instead, and only
 while they last: an open Python traceback (its frames carry no needle), and a file
 that a terminal hard-wrapped (pieces must be rejoined before parsing).
 """
@@ -17,10 +19,12 @@ from datetime import datetime, tzinfo
 from typing import Iterable
 
 from .cleaning import clean_raw
-from .envelope import Envelope, engine_from_proc, split_envelope, split_raw
+from .envelope import Envelope, engine_from_proc, normalise_level, split_envelope, split_raw
 from .events import Event
 from .families import FAMILIES, LOGO_MODEL_KIND, STATS_ENGINE_KEY, Family
-from .fastlane import StatsMatch, match_stats, stats_values
+from .fastlane import (COLOURED_FIELD, DYNAMO_HEADER, KV_TRANSFER_LANE, REQUEST_COMPLETED, SPEC_DECODE_LANE,
+                       STATS_LANE, UVICORN_ACCESS, VLLM_HEADER, WORKER_SELECTED_LANE, MessageLane,
+                       match_stats, request_completed_values, stats_values)
 from .prefilter import Prefilter
 from .timeinfo import TimeResolver, year_hint_from_bytes
 from .wrap import WrapDetector, starts_record
@@ -45,12 +49,17 @@ def _needle_map(families: Iterable[Family]) -> dict[bytes, list[Family]]:
 
 _BY_NEEDLE = _needle_map(FAMILIES)
 _PREFILTER = Prefilter([*_BY_NEEDLE, _TRACEBACK_NEEDLE])
-_STATS_ONLY = (b"Running: ",)  # the prefilter's needles for a plain stats line
 
 
 @functools.lru_cache(maxsize=1024)
 def _engine_of_proc(proc: bytes | None) -> int | None:
     return engine_from_proc(proc.decode()) if proc else None
+
+
+@functools.lru_cache(maxsize=64)
+def _level_of(printed: bytes) -> str | None:
+    """``b" WARN"`` -> ``"WARNING"``: a level as a lane matched it, as the envelope gives it."""
+    return normalise_level(printed.strip().decode())
 
 
 @dataclass(slots=True)
@@ -92,32 +101,37 @@ class LogScanner:
         if not self._wrap.decided:
             self._wrap.observe(data)
         pos, line_no, n = 0, first_line_no, len(data)
-        spans = _PREFILTER.lines(data) if not self._slow() else []
-        i = 0
         while pos < n:
             if self._slow():
-                # Every line, until the open traceback closes (or for the whole of a wrapped file).
-                end = data.find(b"\n", pos)
-                end = n if end < 0 else end
-                self._physical(data[pos:end], line_no, out)
-                pos, line_no = end + 1, line_no + 1
-                if not self._slow():
-                    spans, i = _PREFILTER.lines(data, pos), 0
-                continue
-            if i >= len(spans):
-                break
-            start, end, needles = spans[i]
-            i += 1
-            line_no += data.count(b"\n", pos, start)
-            raw = data[start:end]
-            groups = match_stats(raw) if needles == _STATS_ONLY else None
-            if groups is not None:
-                self._fast_stats(groups, raw, line_no, out)
+                pos, line_no = self._every_line(data, pos, line_no, out)
             else:
+                pos, line_no = self._hit_lines(data, pos, line_no, out)
+        return out
+
+    def _hit_lines(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
+        """Only the lines the prefilter hits, until a traceback opens (then: where to go on)."""
+        count, lanes, tracebacks = data.count, _LINE_LANES, self._tracebacks
+        for start, end, needles in _PREFILTER.lines(data, pos):
+            line_no += count(b"\n", pos, start)
+            raw = data[start:end]
+            lane = lanes.get(needles)
+            if lane is None or not lane[0](self, raw, line_no, out, lane[1]):
                 text, env = split_raw(raw)
                 self._record(raw, text, line_no, None, out, needles, env)
+                if tracebacks:
+                    return end + 1, line_no + 1
             pos, line_no = end + 1, line_no + 1
-        return out
+        return len(data), line_no
+
+    def _every_line(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
+        """Every line, until the open traceback closes (or for the whole of a wrapped file)."""
+        n = len(data)
+        while pos < n and self._slow():
+            end = data.find(b"\n", pos)
+            end = n if end < 0 else end
+            self._physical(data[pos:end], line_no, out)
+            pos, line_no = end + 1, line_no + 1
+        return pos, line_no
 
     # --- state at a block boundary (parallel scanning of one file by pieces) ---------------
 
@@ -219,18 +233,83 @@ class LogScanner:
             for kind, values in parsed:
                 self._emit(kind, values, env, ts, proc_engine, line_no, end_line_no, text, out)
 
-    def _fast_stats(self, groups: StatsMatch, raw: bytes, line_no: int, out: list[Event]) -> None:
-        """A common-shape stats line read in one match (see ``fastlane``): the event ``_record`` would give."""
+    # --- line lanes: a whole hot line in one match (see ``fastlane``), else False ----------------
+
+    def _stats_lane(self, raw: bytes, line_no: int, out: list[Event], _: None) -> bool:
+        groups = match_stats(raw)
+        if groups is None:  # the vLLM header was tried: only a Dynamo-wrapped stats line is left
+            return raw[0] == 0x1B and self._message_lane(raw, line_no, out, STATS_LANE)
         proc, _pid, level, month_day, hms, frac = groups[:6]
+        self._emit_lane("stats", stats_values(groups), self._vllm_time(month_day, hms, frac),
+                        _engine_of_proc(proc), level.decode(), line_no, raw.decode(), out)
+        return True
+
+    def _message_lane(self, raw: bytes, line_no: int, out: list[Event], lane: MessageLane) -> bool:
+        if raw[0] == 0x1B:  # ESC: a coloured Dynamo line
+            head = DYNAMO_HEADER.match(raw)
+            if head is None:
+                return False
+            body = lane.pattern.fullmatch(raw, head.end())
+            if body is None:
+                return False
+            iso, gap, level, gap2, target = head.groups()
+            text = b"".join((iso, gap, level, gap2, target, b":", raw[head.end() - 1:])).decode()
+            self._emit_lane(lane.kind, lane.values(body.groups()), self.times.utc_iso(iso.decode()), None,
+                            _level_of(level), line_no, text, out)
+            return True
+        head = VLLM_HEADER.match(raw)
+        if head is None:
+            return False
+        body = lane.pattern.fullmatch(raw, head.end())
+        if body is None:
+            return False
+        proc, _pid, level, month_day, hms, frac = head.groups()
+        self._emit_lane(lane.kind, lane.values(body.groups()), self._vllm_time(month_day, hms, frac),
+                        _engine_of_proc(proc), level.decode(), line_no, raw.decode(), out)
+        return True
+
+    def _http_access_lane(self, raw: bytes, line_no: int, out: list[Event], _: None) -> bool:
+        m = UVICORN_ACCESS.fullmatch(raw)
+        if m is None:
+            return False
+        proc, _pid, level, client, _port, method, path, status = m.groups()
+        values = {"client": client.decode(), "method": method.decode(), "path": path.decode(), "status": int(status)}
+        self._emit_lane("http_access", values, None, _engine_of_proc(proc), level.decode(), line_no, raw.decode(), out)
+        return True
+
+    def _request_completed_lane(self, raw: bytes, line_no: int, out: list[Event], _: None) -> bool:
+        m = REQUEST_COMPLETED.fullmatch(raw)
+        if m is None:
+            return False
+        iso, gap, level, gap2, span, target, field_text = m.groups()
+        pairs = COLOURED_FIELD.findall(field_text)
+        fields = {key.decode(): value.decode() for key, value in pairs}
+        # The text as cleaning leaves it: the general path reads the span and target as one target.
+        text = (iso + gap + level + gap2 + (span + b":" if span else b"") + target + b": request completed"
+                + b"".join(b" " + key + b"=" + value for key, value in pairs)).decode()
+        self._emit_lane("request_completed", request_completed_values(fields), self.times.utc_iso(iso.decode()), None,
+                        _level_of(level), line_no, text, out)
+        return True
+
+    def _vllm_time(self, month_day: bytes, hms: bytes, frac: bytes | None) -> datetime | None:
         clock = hms.decode() + "." + frac.decode() if frac else hms.decode()
-        ts = self.times.vllm(month_day.decode(), clock)
-        values = stats_values(groups)
-        named = values.pop(STATS_ENGINE_KEY)
-        engine = named if named is not None else _engine_of_proc(proc)
-        self._last_stats_engine, self._seen_stats = engine, True
-        self._flush_logo(out)
-        out.append(Event("stats", self.source, line_no, ts, engine, level.decode(), values,
-                         None, raw[:_EVIDENCE_CHARS].decode()))
+        return self.times.vllm(month_day.decode(), clock)
+
+    def _emit_lane(self, kind: str, values: dict, ts: datetime | None, proc_engine: int | None, level: str | None,
+                   line_no: int, text: str, out: list[Event]) -> None:
+        """``_emit`` for a lane's line: its message never starts with ``Engine `` (the stats
+        line names its engine in ``values``) and it is no logo line."""
+        if kind == "stats":
+            named = values.pop(STATS_ENGINE_KEY)
+            engine = named if named is not None else proc_engine
+            self._last_stats_engine, self._seen_stats = engine, True
+        elif kind in _FOLLOWS_STATS and self._seen_stats:
+            engine = self._last_stats_engine
+        else:
+            engine = proc_engine
+        if self._pending_logo is not None:
+            self._flush_logo(out)
+        out.append(Event(kind, self.source, line_no, ts, engine, level, values, None, text[:_EVIDENCE_CHARS]))
 
     def _emit(self, kind: str, values: dict, env: Envelope, ts: datetime | None, proc_engine: int | None,
               line_no: int, end_line_no: int | None, text: str, out: list[Event]) -> None:
@@ -300,3 +379,16 @@ class LogScanner:
         if env.month_day is not None and env.clock is not None:
             return self.times.vllm(env.month_day, env.clock)
         return None
+
+
+# The prefilter's needles of a line -> the lane that reads such a line whole, and its argument.
+# Each needle belongs to this one family alone (a test checks), so the lane's event is the line's only one.
+_LINE_LANES: dict[tuple[bytes, ...], tuple] = {
+    (b"Running: ",): (LogScanner._stats_lane, None),
+    (b"SpecDecoding metrics: ",): (LogScanner._message_lane, SPEC_DECODE_LANE),
+    (b"KV Transfer metrics: ",): (LogScanner._message_lane, KV_TRANSFER_LANE),
+    (b"Selected worker: ",): (LogScanner._message_lane, WORKER_SELECTED_LANE),
+    (b"HTTP/1.",): (LogScanner._http_access_lane, None),
+    (b"HTTP/2",): (LogScanner._http_access_lane, None),
+    (b"request completed",): (LogScanner._request_completed_lane, None),
+}

@@ -87,6 +87,17 @@ class TimeResolver:
         self.observe_year(ts.year, ts.month)
         return ts
 
+    def utc_iso(self, text: str) -> datetime | None:
+        """``iso`` for a stamp of ``YYYY-MM-DDTHH:MM:SS[.frac]Z`` form (a lane matched it): Python
+        >= 3.11 reads the ``Z`` itself, and once the year is anchored nothing is left to observe."""
+        try:
+            ts = datetime.fromisoformat(text)
+        except ValueError:  # second 61, month 13 ... from a torn line
+            return None
+        if self._explicit_year is None and self._seen is None:
+            self._seen = (ts.year, ts.month)
+        return ts
+
     def _initial_year(self, month: int) -> int:
         if self._explicit_year is not None:
             return self._explicit_year
