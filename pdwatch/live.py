@@ -33,6 +33,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from statistics import median
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import pandas as pd
 
 from parsers import Event
@@ -779,14 +780,7 @@ class LiveSession:
         engines: list[EngineRow] = []
         history: tuple[float, ...] = ()
         if not stats.empty:
-            horizon = stats["ts"].iloc[-1] - pd.Timedelta(seconds=STALE_INTERVALS * interval)
-            for engine, group in stats.groupby("engine", sort=True):
-                last = group.iloc[-1]
-                if last["ts"] < horizon:
-                    continue  # an engine that stopped printing does not count now
-                engines.append(EngineRow(int(engine), _val(last["prompt_tps"]), _val(last["gen_tps"]),
-                                         _val(last["running"]), _val(last["waiting"]),
-                                         _val(last["kv_usage_pct"]), _dt(last["ts"])))
+            engines = _latest_engine_rows(stats, interval)
             history = _history(stats, ep.role, interval)
         kv = [e.kv_usage_pct for e in engines if e.kv_usage_pct is not None]
         return EndpointRow(
@@ -856,14 +850,45 @@ class LiveSession:
                         self.sources.metrics_files, clock)
 
 
+def _latest_engine_rows(stats: pd.DataFrame, interval: float) -> list[EngineRow]:
+    """Each engine's latest stats line, engines that stopped printing left out. Only the
+    frame's tail since the stale horizon can hold them (it is sorted by time): numpy on that
+    tail, not a groupby of the whole run on every tick."""
+    horizon = stats["ts"].iloc[-1] - pd.Timedelta(seconds=STALE_INTERVALS * interval)
+    tail = stats.iloc[int(stats["ts"].searchsorted(horizon, side="left")):]
+    engines = tail["engine"].to_numpy()
+    ids, from_end = np.unique(engines[::-1], return_index=True)
+    rows = len(engines) - 1 - from_end
+    columns = {name: tail[name].to_numpy() for name in ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct")}
+    stamps = tail["ts"]
+    return [EngineRow(int(engine), *(_val(columns[name][i]) for name in columns), _dt(stamps.iloc[i]))
+            for engine, i in zip(ids.tolist(), rows.tolist())]
+
+
 def _history(stats: pd.DataFrame, role: str, interval: float) -> tuple[float, ...]:
+    """Counted tokens/s per stats interval, engines summed (each engine's last value in the
+    interval), the last HISTORY_POINTS intervals. In numpy: it runs for every endpoint that
+    got a line, on every tick."""
     fields = list(COUNTED.get(role, ("prompt_tps", "gen_tps")))
     recent = stats.iloc[-(HISTORY_POINTS * 16):]
-    freq = f"{max(round(interval), 1)}s"
-    keyed = recent.assign(bucket=recent["ts"].dt.floor(freq), counted=recent[fields].sum(axis=1, min_count=1))
-    per = keyed.groupby(["bucket", "engine"])["counted"].last().groupby("bucket").sum()
-    values = [float(v) for v in per.tolist()[-HISTORY_POINTS:]]
-    return tuple(0.0 if v != v else v for v in values)
+    step = max(round(interval), 1) * 1_000_000_000
+    stamps = recent["ts"].dt.tz_convert(None).to_numpy().astype("datetime64[ns]").astype(np.int64)
+    buckets = stamps // step * step
+    values = recent[fields].to_numpy(dtype=np.float64)
+    known = ~np.isnan(values)
+    counted = np.where(known.any(axis=1), np.where(known, values, 0.0).sum(axis=1), np.nan)
+    engines = recent["engine"].to_numpy()
+    every_bucket = np.unique(buckets)
+    totals = np.zeros(len(every_bucket))
+    ok = ~np.isnan(counted)
+    if ok.any():
+        b, e, c = buckets[ok], engines[ok], counted[ok]
+        order = np.lexsort((np.arange(len(b)), e, b))  # by bucket, engine, then arrival
+        b, e, c = b[order], e[order], c[order]
+        last = np.ones(len(b), dtype=bool)
+        last[:-1] = (b[1:] != b[:-1]) | (e[1:] != e[:-1])  # the last line of each (bucket, engine)
+        np.add.at(totals, np.searchsorted(every_bucket, b[last]), c[last])
+    return tuple(float(v) for v in totals[-HISTORY_POINTS:])
 
 
 _SERIES_POINTS = 2000  # a terminal chart is at most a few hundred cells wide

@@ -1,0 +1,72 @@
+"""The store's column-wise frames and numpy interval give what the plain pandas way gives."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+from statistics import median
+
+import numpy as np
+import pandas as pd
+
+from parsers import Event
+from pdwatch.store import Store, _stats_frame
+from rules.model import STATS_FIELDS
+
+_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text")
+
+
+def _records_way(rows: list[tuple]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows, columns=_COLUMNS)
+    frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
+    frame["engine"] = frame["engine"].astype("int64")
+    frame["line_no"] = frame["line_no"].astype("int64")
+    for name in STATS_FIELDS:
+        frame[name] = frame[name].astype("float64")
+    frame["preemptions"] = frame["preemptions"].fillna(0.0)
+    return frame.dropna(subset=["ts"]).reset_index(drop=True)
+
+
+def _rows(n: int, rng: random.Random) -> list[tuple]:
+    t0 = datetime(2026, 5, 29, 14, 0, tzinfo=timezone.utc)
+    rows = []
+    for i in range(n):
+        ts = None if rng.random() < 0.05 else t0 + timedelta(seconds=rng.choice([0, 1, 2, 2, 10]) * i / 3)
+        values = [rng.choice([np.nan, 0.0, 1.5, float("inf"), 1e9]) for _ in STATS_FIELDS]
+        rows.append((ts, rng.randrange(4), *values, f"w{i % 2}.log", i + 1, f"line {i} [bold]"))
+    return rows
+
+
+def test_column_frame_equals_the_records_frame():
+    rng = random.Random(7)
+    for n in (1, 2, 17, 300):
+        rows = _rows(n, rng)
+        pd.testing.assert_frame_equal(_stats_frame(rows).reset_index(drop=True), _records_way(rows))
+    assert _stats_frame([]).empty
+
+
+def _stats_event(i: int, ts: datetime, engine: int) -> Event:
+    return Event("stats", "n1_decode_w0.log", i, ts, engine, "INFO",
+                 {"prompt_tps": float(i), "gen_tps": 1.0, "running": 1, "waiting": 0, "kv_usage_pct": 5.0}, None, "x")
+
+
+def test_flushes_in_any_order_give_the_sorted_frame_and_the_median_interval():
+    rng = random.Random(3)
+    t0 = datetime(2026, 5, 29, 14, 0, tzinfo=timezone.utc)
+    events = [_stats_event(i, t0 + timedelta(seconds=2 * (i // 4) + rng.choice([0, 0, 1])), i % 4) for i in range(400)]
+    late = events[150:160]  # a file read later whose lines are older
+    store = Store()
+    for start in range(0, 400, 37):
+        store.add([e for e in events[start:start + 37] if e not in late])
+        store.flush()
+    store.add(late)
+    store.flush()
+    frame = store.stats("decode_w0")
+    expected = _records_way([(e.ts, e.engine, *[float(e.values.get(f, np.nan)) for f in STATS_FIELDS],
+                              e.source, e.line_no, e.text) for e in events if e not in late]
+                            + [(e.ts, e.engine, *[float(e.values.get(f, np.nan)) for f in STATS_FIELDS],
+                                e.source, e.line_no, e.text) for e in late])
+    expected = expected.sort_values("ts", kind="stable", ignore_index=True)
+    pd.testing.assert_frame_equal(frame, expected)
+    diffs = expected.groupby("engine", sort=False)["ts"].diff().dt.total_seconds().dropna()
+    assert store.model.endpoints["decode_w0"].facts["stats_interval_s"] == float(median([d for d in diffs if d > 0]))
