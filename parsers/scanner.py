@@ -51,6 +51,18 @@ _BY_NEEDLE = _needle_map(FAMILIES)
 _PREFILTER = Prefilter([*_BY_NEEDLE, _TRACEBACK_NEEDLE])
 
 
+@functools.lru_cache(maxsize=8)
+def _search_without(skip_kinds: frozenset[str]) -> tuple[Prefilter, dict[bytes, list[Family]]]:
+    """The prefilter and needle map without the families whose every kind is skipped: their
+    lines are then never even decoded (a Dynamo frontend's router lines, for a report)."""
+    if not skip_kinds:
+        return _PREFILTER, _BY_NEEDLE
+    kept = [f for f in FAMILIES
+            if not f.samples or not all(kind in skip_kinds for s in f.samples for kind, _ in s.expect)]
+    by_needle = _needle_map(kept)
+    return Prefilter([*by_needle, _TRACEBACK_NEEDLE]), by_needle
+
+
 @functools.lru_cache(maxsize=1024)
 def _engine_of_proc(proc: bytes | None) -> int | None:
     return engine_from_proc(proc.decode()) if proc else None
@@ -77,8 +89,18 @@ class LogScanner:
     """Stateful per-source parser: ``feed`` blocks of complete lines in order, ``finish`` at EOF."""
 
     def __init__(self, source: str, *, year: int | None = None, tz: tzinfo | None = None,
-                 mtime: float | None = None, now: datetime | None = None) -> None:
+                 mtime: float | None = None, now: datetime | None = None,
+                 skip_kinds: frozenset[str] = frozenset()) -> None:
+        """``skip_kinds``: event kinds the caller has no use for (never ``stats``). Of each, the
+        source's first event is given (it shows the source is there: a frontend whose every
+        line is a router line is still an endpoint); after it, that kind's lines are passed
+        over without being decoded."""
+        if "stats" in skip_kinds:
+            raise ValueError("stats events cannot be skipped")
         self.source = source
+        self._skip = frozenset(skip_kinds)
+        self._skip_unseen = self._skip  # skipped kinds whose first event is still to come
+        self._prefilter, self._by_needle = _PREFILTER, _BY_NEEDLE
         self.times = TimeResolver(year=year, tz=tz, mtime=mtime, now=now)
         self.parse_errors = 0
         self._year_scanned = False
@@ -111,7 +133,7 @@ class LogScanner:
     def _hit_lines(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
         """Only the lines the prefilter hits, until a traceback opens (then: where to go on)."""
         count, lanes, tracebacks = data.count, _LINE_LANES, self._tracebacks
-        for start, end, needles in _PREFILTER.lines(data, pos):
+        for start, end, needles in self._prefilter.lines(data, pos):
             line_no += count(b"\n", pos, start)
             raw = data[start:end]
             lane = lanes.get(needles)
@@ -139,15 +161,30 @@ class LogScanner:
         """Everything that carries from one line to the next: two scanners with equal states,
         fed the same following lines, give the same events."""
         return (self.times.state(), self._last_stats_engine, self._seen_stats, dict(self._tracebacks),
-                self._pending_logo, self._held, self._wrap.widths, self._year_scanned)
+                self._pending_logo, self._held, self._wrap.widths, self._year_scanned, self._skip_unseen)
 
     def restore(self, state: tuple) -> None:
         """Continue from another scanner's ``boundary_state`` (the wrap decision is taken as made)."""
         times, self._last_stats_engine, self._seen_stats, tracebacks, self._pending_logo, self._held, \
-            widths, self._year_scanned = state
+            widths, self._year_scanned, unseen = state
+        self._skipped_once(unseen)
         self.times.restore(times)
         self._tracebacks = dict(tracebacks)
         self._wrap.decide(widths)
+
+    def _skipped_once(self, unseen: frozenset[str]) -> None:
+        """Only ``unseen`` skipped kinds are still to be read once; the others leave the search."""
+        self._skip_unseen = unseen
+        self._prefilter, self._by_needle = _search_without(self._skip - unseen)
+
+    def _drop(self, kind: str) -> bool:
+        """Whether an event of ``kind`` is dropped (a skipped kind after its first event)."""
+        if kind not in self._skip:
+            return False
+        if kind in self._skip_unseen:
+            self._skipped_once(self._skip_unseen - {kind})
+            return False
+        return True
 
     def start_mid_file(self, year_hint: tuple[int, int] | None) -> None:
         """Scan from the middle of a file whose start was already judged: no wrap, this year hint."""
@@ -216,12 +253,12 @@ class LogScanner:
             self._tracebacks[key] = _OpenTraceback(line_no, line_no, ts, env.level, proc_engine, text[:_EVIDENCE_CHARS])
 
         if needles is None:
-            needles = _PREFILTER.needles_in(raw)
+            needles = self._prefilter.needles_in(raw)
         if not needles:
             return
         families: list[Family] = []
         for needle in needles:
-            for fam in _BY_NEEDLE.get(needle, ()):
+            for fam in self._by_needle.get(needle, ()):
                 if fam not in families:
                     families.append(fam)
         for fam in families:
@@ -299,6 +336,8 @@ class LogScanner:
                    line_no: int, text: str, out: list[Event]) -> None:
         """``_emit`` for a lane's line: its message never starts with ``Engine `` (the stats
         line names its engine in ``values``) and it is no logo line."""
+        if self._skip and self._drop(kind):
+            return
         if kind == "stats":
             named = values.pop(STATS_ENGINE_KEY)
             engine = named if named is not None else proc_engine
@@ -313,6 +352,8 @@ class LogScanner:
 
     def _emit(self, kind: str, values: dict, env: Envelope, ts: datetime | None, proc_engine: int | None,
               line_no: int, end_line_no: int | None, text: str, out: list[Event]) -> None:
+        if self._skip and self._drop(kind):
+            return
         engine = proc_engine
         if env.msg.startswith("Engine ") and kind != "stats":
             named = _ENGINE_PREFIX.match(env.msg)

@@ -28,7 +28,7 @@ from pdwatch.errors import require_inputs
 from pdwatch.event_stream import EventStream
 from pdwatch.metrics.recorded import read_recorded
 from pdwatch.sources import FileTail, SourceNotice, SourceSet, is_ssh, is_url
-from pdwatch.store import Partial, Store, fold_events
+from pdwatch.store import UNSTORED_KINDS, Partial, Store, fold_events
 from pdwatch.throughput import Headline, headline
 from rules import Finding, Rule, RuleEngine, load_rules
 
@@ -88,7 +88,7 @@ def _read_here(store: Store, sources: SourceSet, year: int | None, tz: tzinfo | 
     """The sequential read: one ``EventStream`` over every source, events in batches."""
     notices: list[SourceNotice] = []
     batch: list[Event] = []
-    for item in EventStream(sources, year=year, tz=tz):
+    for item in EventStream(sources, year=year, tz=tz, skip_kinds=UNSTORED_KINDS):
         if isinstance(item, SourceNotice):
             notices.append(item)
             continue
@@ -193,6 +193,7 @@ def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | 
     piece_bytes = min(parallel_scan._PIECE_BYTES, max(_MIN_PIECE_BYTES, _size(path) // (2 * workers)))
     try:
         scan = parallel_scan.FileScan(path, year=year, tz=tz, render=fold_events, workers=workers,
+                                      skip_kinds=UNSTORED_KINDS,
                                       piece_bytes=piece_bytes, finish_apart=True)
         scan.start(pool)
     except (parallel_scan.NotSplittable, OSError):
@@ -208,7 +209,7 @@ def _read_file(path: str) -> tuple[list[SourceNotice], list[Partial], list[Parti
     """One whole file as the sequential read takes it: its notices, its events folded, and the
     folded events of its scanner's ``finish`` (which the sequential read gives after all files)."""
     sources = SourceSet([path], follow=False)
-    stream = EventStream(sources, year=_WORKER["year"], tz=_WORKER["tz"])
+    stream = EventStream(sources, year=_WORKER["year"], tz=_WORKER["tz"], skip_kinds=UNSTORED_KINDS)
     notices: list[SourceNotice] = []
     parts: list[Partial] = []
     batch: list[Event] = []

@@ -17,8 +17,11 @@ from pdwatch.sources import LineBlock, ScrapeBlock, SourceNotice, SourceSet
 
 
 class EventStream:
-    def __init__(self, sources: SourceSet, *, year: int | None = None, tz: tzinfo | None = None) -> None:
+    def __init__(self, sources: SourceSet, *, year: int | None = None, tz: tzinfo | None = None,
+                 skip_kinds: frozenset[str] = frozenset()) -> None:
+        """``skip_kinds``: event kinds the reader has no use for (see ``LogScanner``)."""
         self._sources = sources
+        self._skip_kinds = frozenset(skip_kinds)
         self._year = year
         self._tz = tz
         self._scanners: dict[str, tuple[int, LogScanner]] = {}
@@ -68,4 +71,4 @@ class EventStream:
                 mtime = os.stat(source).st_mtime
             except OSError:
                 mtime = None
-        return LogScanner(source, year=self._year, tz=self._tz, mtime=mtime)
+        return LogScanner(source, year=self._year, tz=self._tz, mtime=mtime, skip_kinds=self._skip_kinds)

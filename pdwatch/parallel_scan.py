@@ -105,8 +105,10 @@ class FileScan:
     """
 
     def __init__(self, path: str, *, year: int | None, tz: tzinfo | None, render: Render,
-                 workers: int | None = None, piece_bytes: int = _PIECE_BYTES, finish_apart: bool = False) -> None:
+                 workers: int | None = None, piece_bytes: int = _PIECE_BYTES, finish_apart: bool = False,
+                 skip_kinds: frozenset[str] = frozenset()) -> None:
         self.path, self.year, self.tz, self.render = path, year, tz, render
+        self.skip_kinds = frozenset(skip_kinds)
         self.workers = workers or worker_count()
         self.finish_apart = finish_apart
         self.mtime = os.stat(path).st_mtime
@@ -130,7 +132,7 @@ class FileScan:
             pieces.append(_Piece(self.path, start, end, line_no, end == bounds[-1][1], self.finish_apart))
             line_no += count
         self._pool = pool
-        self._context = (self.year, self.tz, self.mtime, self.hint, self.render) if shared else None
+        self._context = (self.year, self.tz, self.mtime, self.hint, self.render, self.skip_kinds) if shared else None
         self._queue = iter(pieces)
         for piece in self._queue:
             self._submit(piece)
@@ -151,7 +153,8 @@ class FileScan:
             piece, future = self._in_flight.popleft()
             result: _PieceResult = future.result()
             if result.state_before is not None and result.state_before != true_state:
-                result = _scan_piece_here(piece, true_state, self.year, self.tz, self.mtime, self.hint, self.render)
+                result = _scan_piece_here(piece, true_state, self.year, self.tz, self.mtime, self.hint, self.render,
+                                          self.skip_kinds)
             true_state = result.state_after
             nxt = next(self._queue, None)
             if nxt is not None:
@@ -189,8 +192,8 @@ def _piece_bounds(data: mmap.mmap, piece_bytes: int) -> list[tuple[int, int]]:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(year, tz, mtime, hint, render) -> None:
-    _WORKER.update(year=year, tz=tz, mtime=mtime, hint=hint, render=render)
+def _init_worker(year, tz, mtime, hint, render, skip_kinds=frozenset()) -> None:
+    _WORKER.update(year=year, tz=tz, mtime=mtime, hint=hint, render=render, skip_kinds=skip_kinds)
 
 
 def _count_lines(task: tuple[str, int, int]) -> int | None:
@@ -210,7 +213,7 @@ def _count_lines(task: tuple[str, int, int]) -> int | None:
 
 def _scan_piece(piece: _Piece, state: tuple | None) -> _PieceResult:
     w = _WORKER
-    return _scan_piece_here(piece, state, w["year"], w["tz"], w["mtime"], w["hint"], w["render"])
+    return _scan_piece_here(piece, state, w["year"], w["tz"], w["mtime"], w["hint"], w["render"], w["skip_kinds"])
 
 
 def _scan_piece_with(piece: _Piece, context: tuple) -> _PieceResult:
@@ -218,9 +221,10 @@ def _scan_piece_with(piece: _Piece, context: tuple) -> _PieceResult:
     return _scan_piece_here(piece, None, *context)
 
 
-def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, render: Render) -> _PieceResult:
+def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, render: Render,
+                     skip_kinds: frozenset[str] = frozenset()) -> _PieceResult:
     """Scan one piece; from ``state`` when given, else from a warm-up guess (recorded for the check)."""
-    scanner = LogScanner(piece.path, year=year, tz=tz, mtime=mtime)
+    scanner = LogScanner(piece.path, year=year, tz=tz, mtime=mtime, skip_kinds=skip_kinds)
     state_before = None
     with open(piece.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
         if state is not None:
