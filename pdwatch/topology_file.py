@@ -43,8 +43,9 @@ def load_topology(path: str) -> list[EndpointSpec]:
     if not isinstance(data, dict) or not isinstance(data.get("endpoints"), list):
         raise UsageError(f"{path}: expected a mapping with an 'endpoints' list")
     specs: list[EndpointSpec] = []
+    lines = _entry_lines(text)
     for i, entry in enumerate(data["endpoints"]):
-        where = f"{path}: endpoints[{i}]"
+        where = f"{path}:{lines[i]}: endpoints[{i}]" if i < len(lines) else f"{path}: endpoints[{i}]"
         if not isinstance(entry, dict):
             raise UsageError(f"{where}: expected a mapping with name, role, globs")
         unknown = set(entry) - {"name", "role", "globs", "glob", "urls", "url", "gpus"}
@@ -71,6 +72,20 @@ def load_topology(path: str) -> list[EndpointSpec]:
             raise UsageError(f"{where}: 'gpus' must be a positive integer")
         specs.append(EndpointSpec(name, role, tuple(globs), gpus))
     return specs
+
+
+def _entry_lines(text: str) -> list[int]:
+    """The 1-based line of each item of ``endpoints``, for errors that point at it."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    for key, value in root.value:
+        if getattr(key, "value", None) == "endpoints" and isinstance(value, yaml.SequenceNode):
+            return [item.start_mark.line + 1 for item in value.value]
+    return []
 
 
 def _url(text: str, where: str) -> str:

@@ -113,3 +113,14 @@ def test_a_folder_without_logs_is_an_error(tmp_path):
     for command in ("report", "parse"):
         result = pdwatch(command, str(tmp_path))
         assert result.returncode == 2 and b"no log files in" in result.stderr
+
+
+def test_a_bad_topology_entry_is_named_by_file_and_line(tmp_path, capsys):
+    from pdwatch.cli import main as cli_main
+
+    topology = tmp_path / "topology.yaml"
+    topology.write_text("endpoints:\n  - name: a\n    role: prefill\n    globs: ['x']\n"
+                        "  - name: b\n    role: decoder\n    globs: ['y']\n")
+    assert cli_main(["report", "--topology-file", str(topology), str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (f"pdwatch: error: {topology}:5: endpoints[1]: 'role' must be one of "
+                                               "prefill, decode, aggregated, frontend, unknown")
