@@ -97,7 +97,7 @@ def render_title(row: EndpointRow) -> Text:
 
 def render_numbers(row: EndpointRow) -> Text:
     if not row.engine_rows and not row.history:
-        return Text("no stats lines" + (" (a frontend prints none)" if row.role == "frontend" else ""), style="dim")
+        return Text("no stats lines" + (" (a frontend prints none)" if row.role == "frontend" else " yet"), style="dim")
     out = Text()
     out.append(f"prompt {rate(row.prompt_tps)}", style="cyan" if row.role == "prefill" else "")
     out.append(" │ ")
