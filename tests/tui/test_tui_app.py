@@ -14,6 +14,7 @@ from pdwatch.tui.app import PdwatchApp
 from pdwatch.tui.widgets.findings_table import FindingsTable
 from pdwatch.tui.screens.finding_detail import FindingDetail
 from pdwatch.tui.screens.help import HelpScreen
+from tests.tui.pilot_helpers import plain, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 PREFILL_BOUND = REPO / "samples" / "prefill-bound"
@@ -25,28 +26,13 @@ def _run(coro):
     return asyncio.run(coro)
 
 
-async def _wait_for(pilot, predicate, timeout: float = 20.0) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if predicate():
-            return True
-        await pilot.pause(0.05)
-    return predicate()
-
-
-def _plain(widget) -> str:
-    visual = widget.render()
-    return getattr(visual, "plain", None) or str(visual)
-
-
 @pytest.mark.parametrize("size", SIZES)
 def test_panes_per_endpoint_with_roles(size):
     async def go():
         session = LiveSession([str(PREFILL_BOUND)], mode="replay", speed=math.inf)
         app = PdwatchApp(session, refresh=0.1)
         async with app.run_test(size=size) as pilot:
-            assert await _wait_for(pilot, lambda: len(app.panes) == 6
+            assert await wait_for(pilot, lambda: len(app.panes) == 6
                                    and all(p.is_mounted for p in app.panes.values()))
             roles = {name: p.role for name, p in app.panes.items()}
             assert roles == {"prefill_w0": "prefill", "prefill_w1": "prefill", "prefill_w2": "prefill",
@@ -54,7 +40,7 @@ def test_panes_per_endpoint_with_roles(size):
             for pane in app.panes.values():
                 expected = {"prefill": "#group-prefill", "decode": "#group-decode"}.get(pane.role, "#group-other")
                 assert pane.parent is app.query_one(expected)
-            header = _plain(app.query_one("#header"))
+            header = plain(app.query_one("#header"))
             assert "4 prefill" in header and "1 decode" in header and "TPS/GPU" in header
     _run(go())
 
@@ -68,23 +54,23 @@ def test_finding_appears_when_clock_passes_its_start_then_enter_shows_evidence(s
         app = PdwatchApp(session, refresh=0.1)
         async with app.run_test(size=size) as pilot:
             table = app.query_one(FindingsTable)
-            assert await _wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.clock is not None)
+            assert await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.clock is not None)
             assert app.snapshot.clock.isoformat() < "2026-05-29T14:01:31.25"
             await pilot.pause(0.3)
             assert table.row_count == 0  # before its start: nothing in the panel
             session.paused = False
-            assert await _wait_for(pilot, lambda: table.row_count == 4)
+            assert await wait_for(pilot, lambda: table.row_count == 4)
             assert app.snapshot.clock.isoformat() >= "2026-05-29T14:01:31.250470"
             assert {f.rule for f in table.findings} == {"prefill_bound"}
             table.focus()
             await pilot.press("enter")
-            assert await _wait_for(pilot, lambda: isinstance(app.screen, FindingDetail))
+            assert await wait_for(pilot, lambda: isinstance(app.screen, FindingDetail))
             finding = app.screen.finding
             evidence = app.screen.query(".evidence")
             assert len(evidence) == len(finding.evidence) > 0
-            assert "Avg prompt throughput" in _plain(evidence.first())
+            assert "Avg prompt throughput" in plain(evidence.first())
             await pilot.press("escape")
-            assert await _wait_for(pilot, lambda: not isinstance(app.screen, FindingDetail))
+            assert await wait_for(pilot, lambda: not isinstance(app.screen, FindingDetail))
     _run(go())
 
 
@@ -94,12 +80,12 @@ def test_help_screen_and_replay_keys():
         app = PdwatchApp(session, refresh=0.1)
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press("question_mark")
-            assert await _wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-            text = _plain(app.screen.query_one("#help-text"))
+            assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+            text = plain(app.screen.query_one("#help-text"))
             for key in ("?", "q", "enter", "space", "+ / -", "n", "p", "s", "g", "d", "e", "tab"):
                 assert key in text
             await pilot.press("escape")
-            assert await _wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
+            assert await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
             await pilot.press("plus")
             assert session.speed == 8.0
             await pilot.press("minus", "minus")
@@ -131,14 +117,14 @@ def test_hostile_text_renders_literally_and_does_not_quit(tmp_path):
         session = LiveSession([str(folder)], mode="replay", speed=math.inf)
         app = PdwatchApp(session, refresh=0.1)
         async with app.run_test(size=(160, 48)) as pilot:
-            assert await _wait_for(pilot, lambda: app.query_one(FindingsTable).row_count >= 4
+            assert await wait_for(pilot, lambda: app.query_one(FindingsTable).row_count >= 4
                                    and len(app.panes) == 6 and all(p.is_mounted for p in app.panes.values()))
             panes = app.panes
             name = "[bold]x [@click=app.quit]q prefill"
             assert name in panes and panes[name].role == "prefill"
             title = panes[name].query_one(".title")
             # The title is filled on the next tick: wait for it rather than for a fixed time.
-            assert await _wait_for(pilot, lambda: name in _plain(title))
+            assert await wait_for(pilot, lambda: name in plain(title))
             await pilot.click(title, offset=(len("[bold]x [@click=app.quit]"), 0))
             await pilot.pause(0.2)
             assert app.is_running
@@ -147,8 +133,8 @@ def test_hostile_text_renders_literally_and_does_not_quit(tmp_path):
             table.focus()
             table.move_cursor(row=row)
             await pilot.press("enter")
-            assert await _wait_for(pilot, lambda: isinstance(app.screen, FindingDetail))
-            texts = [_plain(w) for w in app.screen.query(".evidence")]
+            assert await wait_for(pilot, lambda: isinstance(app.screen, FindingDetail))
+            texts = [plain(w) for w in app.screen.query(".evidence")]
             assert any(HOSTILE in t for t in texts), texts
             for w in app.screen.query(".evidence"):
                 await pilot.click(w, offset=(10, 0))
@@ -164,9 +150,9 @@ def test_export_key_writes_the_markdown_report(tmp_path):
         session = LiveSession([str(PREFILL_BOUND)], mode="replay", speed=math.inf)
         app = PdwatchApp(session, refresh=0.1, export_path=str(target))
         async with app.run_test(size=(80, 24)) as pilot:
-            assert await _wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.done)
+            assert await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.done)
             await pilot.press("e")
-            assert await _wait_for(pilot, target.exists)
+            assert await wait_for(pilot, target.exists)
     _run(go())
     text = target.read_text(encoding="utf-8")
     assert text.startswith("# pdwatch report") and "prefill_bound" in text

@@ -13,26 +13,12 @@ from pdwatch.tui.screens.endpoint_detail import EndpointDetailScreen
 from pdwatch.tui.screens.seek import SeekScreen
 from pdwatch.tui.widgets.findings_table import FindingsTable
 from pdwatch.tui.widgets.format import log_text
+from tests.tui.pilot_helpers import plain, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 PREFILL_BOUND = REPO / "samples" / "prefill-bound"
 FINDINGS_START = "2026-05-29T14:01:31.250470+00:00"  # the four prefill_bound findings fire together
 HOSTILE = "[bold]x[/] [@click=app.quit]q[/] \x1b[31mred\x1b[0m \x1b]0;title\x07"
-
-
-async def _wait_for(pilot, predicate, timeout: float = 20.0) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if predicate():
-            return True
-        await pilot.pause(0.05)
-    return predicate()
-
-
-def _plain(widget) -> str:
-    visual = widget.render()
-    return getattr(visual, "plain", None) or str(visual)
 
 
 def _replay(folder: Path = PREFILL_BOUND, speed: float = math.inf, **kwargs) -> PdwatchApp:
@@ -60,10 +46,10 @@ def _straight_to(when: str):
 async def _seek(pilot, text: str) -> None:
     app = pilot.app
     await pilot.press("g")
-    assert await _wait_for(pilot, lambda: isinstance(app.screen, SeekScreen))
+    assert await wait_for(pilot, lambda: isinstance(app.screen, SeekScreen))
     await pilot.press(*text, "enter")
-    assert await _wait_for(pilot, lambda: not isinstance(app.screen, SeekScreen))
-    assert await _wait_for(pilot, lambda: _settled(app))
+    assert await wait_for(pilot, lambda: not isinstance(app.screen, SeekScreen))
+    assert await wait_for(pilot, lambda: _settled(app))
 
 
 def _same_view(snap, fresh) -> None:
@@ -78,34 +64,34 @@ def test_endpoint_detail_opens_for_the_focused_pane():
     async def go():
         app = _replay()
         async with app.run_test(size=(80, 24)) as pilot:
-            assert await _wait_for(pilot, lambda: _done(app))
+            assert await wait_for(pilot, lambda: _done(app))
             app.panes["decode_w0"].focus()
             await pilot.press("enter")
-            assert await _wait_for(pilot, lambda: isinstance(app.screen, EndpointDetailScreen))
+            assert await wait_for(pilot, lambda: isinstance(app.screen, EndpointDetailScreen))
             screen = app.screen
             assert screen.endpoint == "decode_w0"
-            assert "decode_w0" in _plain(screen.query_one("#endpoint-title"))
-            assert "decode" in _plain(screen.query_one("#endpoint-title"))
-            startup = _plain(screen.query_one("#endpoint-startup"))
+            assert "decode_w0" in plain(screen.query_one("#endpoint-title"))
+            assert "decode" in plain(screen.query_one("#endpoint-title"))
+            startup = plain(screen.query_one("#endpoint-startup"))
             for fact in ("28.45 GiB", "132.39 GiB", "1.41 GiB", "4,626,336 tokens", "451.79 requests",
                          "51 sizes", "largest 512"):
                 assert fact in startup, (fact, startup)
-            args = _plain(screen.query_one("#endpoint-args"))
+            args = plain(screen.query_one("#endpoint-args"))
             assert "max_num_batched_tokens = 8192" in args and "data_parallel_size = 8" in args
             assert len(screen.detail.series.times) > 10 and max(screen.detail.series.gen_tps) > 40_000
-            assert "Engine 007" in _plain(screen.query_one("#endpoint-lines"))
+            assert "Engine 007" in plain(screen.query_one("#endpoint-lines"))
             await pilot.press("escape")
-            assert await _wait_for(pilot, lambda: not isinstance(app.screen, EndpointDetailScreen))
+            assert await wait_for(pilot, lambda: not isinstance(app.screen, EndpointDetailScreen))
             # d on the findings table opens the selected finding's endpoint
             table = app.query_one(FindingsTable)
             table.focus()
             table.move_cursor(row=2)
             expected = table.selected().endpoint
             await pilot.press("d")
-            assert await _wait_for(pilot, lambda: isinstance(app.screen, EndpointDetailScreen))
+            assert await wait_for(pilot, lambda: isinstance(app.screen, EndpointDetailScreen))
             assert app.screen.endpoint == expected
             await pilot.press("q")  # q closes the screen, not the app
-            assert await _wait_for(pilot, lambda: not isinstance(app.screen, EndpointDetailScreen))
+            assert await wait_for(pilot, lambda: not isinstance(app.screen, EndpointDetailScreen))
             assert app.is_running
     asyncio.run(go())
 
@@ -122,11 +108,11 @@ def test_endpoint_detail_shows_raw_lines_literally(tmp_path):
     async def go():
         app = _replay(folder)
         async with app.run_test(size=(80, 24)) as pilot:
-            assert await _wait_for(pilot, lambda: _done(app))
+            assert await wait_for(pilot, lambda: _done(app))
             app.panes["prefill_w0"].focus()
             await pilot.press("d")
-            assert await _wait_for(pilot, lambda: isinstance(app.screen, EndpointDetailScreen))
-            text = _plain(app.screen.query_one("#endpoint-lines"))
+            assert await wait_for(pilot, lambda: isinstance(app.screen, EndpointDetailScreen))
+            text = plain(app.screen.query_one("#endpoint-lines"))
             assert "[bold]x[/] [@click=app.quit]q[/]" in text
             assert "\x1b" not in text and "\x07" not in text  # escape sequences shown, never sent
             assert "q[/] red" in text or "q[/] \\x1b[31mred" in text  # stripped by the parser, or shown
@@ -144,10 +130,10 @@ def test_previous_finding_rewinds_to_its_start_then_next_plays_on():
     async def go():
         app = _replay()
         async with app.run_test(size=(80, 24)) as pilot:
-            assert await _wait_for(pilot, lambda: _done(app))
+            assert await wait_for(pilot, lambda: _done(app))
             end = app.snapshot.clock
             await pilot.press("p")
-            assert await _wait_for(pilot, lambda: _settled(app) and app.snapshot.clock < end)
+            assert await wait_for(pilot, lambda: _settled(app) and app.snapshot.clock < end)
             snap = app.snapshot
             assert snap.clock.isoformat() == FINDINGS_START and snap.paused
             _same_view(snap, _straight_to(FINDINGS_START))
@@ -155,9 +141,9 @@ def test_previous_finding_rewinds_to_its_start_then_next_plays_on():
             await pilot.press("p")  # nothing started before these
             await pilot.pause(0.2)
             assert app.snapshot.clock.isoformat() == FINDINGS_START
-            assert "no finding started before" in _plain(app.query_one("#status"))
+            assert "no finding started before" in plain(app.query_one("#status"))
             await pilot.press("n")  # no new finding after them: plays on to the end
-            assert await _wait_for(pilot, lambda: app.snapshot.done)
+            assert await wait_for(pilot, lambda: app.snapshot.done)
             assert app.snapshot.clock == end
     asyncio.run(go())
 
@@ -167,7 +153,7 @@ def test_seek_backward_then_forward_matches_a_fresh_replay():
         app = _replay(speed=20.0, start=parse_start("2026-05-29T14:02:20Z"))
         app.session.paused = True  # the clock moves only when asked
         async with app.run_test(size=(80, 24)) as pilot:
-            assert await _wait_for(pilot, lambda: _settled(app) and len(app.snapshot.findings) == 4)
+            assert await wait_for(pilot, lambda: _settled(app) and len(app.snapshot.findings) == 4)
             await _seek(pilot, "14:01:00")  # backward: before the findings' start
             snap = app.snapshot
             assert snap.clock.isoformat() == "2026-05-29T14:01:00+00:00"
@@ -176,12 +162,12 @@ def test_seek_backward_then_forward_matches_a_fresh_replay():
             await _seek(pilot, "+45s")  # forward, as an offset from the clock
             assert app.snapshot.clock.isoformat() == "2026-05-29T14:01:45+00:00"
             _same_view(app.snapshot, _straight_to("2026-05-29T14:01:45Z"))
-            assert await _wait_for(pilot, lambda: app.query_one(FindingsTable).row_count == 4)
+            assert await wait_for(pilot, lambda: app.query_one(FindingsTable).row_count == 4)
             await _seek(pilot, "2026-05-29T13:59:30Z")  # backward again, ISO 8601
             _same_view(app.snapshot, _straight_to("2026-05-29T13:59:30Z"))
             clock = app.snapshot.clock
             await pilot.press("s")  # one refresh step: 0.1 s at 20x
-            assert await _wait_for(pilot, lambda: _settled(app) and app.snapshot.clock > clock)
+            assert await wait_for(pilot, lambda: _settled(app) and app.snapshot.clock > clock)
             assert (app.snapshot.clock - clock).total_seconds() == 2.0 and app.snapshot.paused
     asyncio.run(go())
 
@@ -191,17 +177,17 @@ def test_bad_seek_input_says_why_and_keeps_the_clock():
         app = _replay(speed=20.0, start=parse_start("14:01:00"))
         app.session.paused = True
         async with app.run_test(size=(80, 24)) as pilot:
-            assert await _wait_for(pilot, lambda: _settled(app))
+            assert await wait_for(pilot, lambda: _settled(app))
             clock = app.snapshot.clock
             await pilot.press("g")
-            assert await _wait_for(pilot, lambda: isinstance(app.screen, SeekScreen))
+            assert await wait_for(pilot, lambda: isinstance(app.screen, SeekScreen))
             await pilot.press(*"5 minutes ago", "enter")
             await pilot.pause(0.1)
             assert isinstance(app.screen, SeekScreen)  # still open, with the reason
-            error = _plain(app.screen.query_one("#seek-error"))
+            error = plain(app.screen.query_one("#seek-error"))
             assert "5 minutes ago" in error and "+5m" in error and "HH:MM" in error
             await pilot.press("escape")
-            assert await _wait_for(pilot, lambda: not isinstance(app.screen, SeekScreen))
+            assert await wait_for(pilot, lambda: not isinstance(app.screen, SeekScreen))
             await pilot.pause(0.2)
             assert app.snapshot.clock == clock
     asyncio.run(go())
