@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
 def _dashboard(cfg, opts, folder: str) -> int:
     """The simulation writes in a thread while the dashboard follows the folder."""
     from pdwatch.live import LiveSession
+    from pdwatch.commands.watch import default_export_path
     from pdwatch.tui.app import PdwatchApp  # Textual only when the dashboard opens
 
     stop = threading.Event()
@@ -107,7 +108,7 @@ def _dashboard(cfg, opts, folder: str) -> int:
     writer.start()
     session = LiveSession([folder], mode="watch")
     try:
-        PdwatchApp(session).run()
+        PdwatchApp(session, export_path=default_export_path([folder])).run()
     finally:
         stop.set()
         session.close()

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
+import tempfile
 import threading
 import time
 from typing import Callable, TextIO
@@ -56,6 +58,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "recommendation, state (firing/resolved), at")
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve pdwatch's view as Prometheus metrics on this port (0: any free port)")
+    parser.add_argument("--export", metavar="FILE",
+                        help="where the dashboard's e key writes the Markdown report (default "
+                             "./pdwatch-live-report.md, or the temp folder when . is a folder being read)")
     parser.add_argument("--metrics-bind", default="127.0.0.1", metavar="ADDR",
                         help="address for --metrics-port (default 127.0.0.1: this machine only)")
     add_deployment_arguments(parser)
@@ -125,7 +130,8 @@ def _show(args: argparse.Namespace, session: LiveSession) -> int:
         finally:
             session.close()
     from pdwatch.tui.app import PdwatchApp  # Textual is imported only for the dashboard
-    app = PdwatchApp(session, refresh=args.refresh)
+    app = PdwatchApp(session, refresh=args.refresh,
+                     export_path=args.export or default_export_path(session.paths))
     try:
         app.run()
     finally:
@@ -143,6 +149,20 @@ def print_changes(snapshot: Snapshot, out: TextIO, jsonl: bool, err: TextIO | No
     if snapshot.changes:
         out.flush()
     return len(snapshot.changes)
+
+
+def default_export_path(paths: list[str], cwd: str | None = None) -> str:
+    """``./pdwatch-live-report.md``, unless the current folder is one being read (given as a
+    folder, or holding a given file or glob): a report is never written among the logs unless
+    asked (``--export``), so it goes to the temp folder then."""
+    cwd = os.path.realpath(cwd or os.getcwd())
+    watched = set()
+    for path in paths:
+        if "://" in path or path == "-":
+            continue
+        watched.add(os.path.realpath(path if os.path.isdir(path) else os.path.dirname(path) or "."))
+    folder = tempfile.gettempdir() if cwd in watched else cwd
+    return os.path.join(folder, "pdwatch-live-report.md")
 
 
 def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jsonl: bool = False,

@@ -208,3 +208,20 @@ def test_watch_updates_half_a_refresh_after_new_lines_not_a_whole_one(tmp_path):
     # 0.3: first update; idle look at 0.6; the line read at 0.9 (0.6 after the update) -> update at once,
     # not at 1.3; then idle again: the next update one whole refresh later.
     assert ticks[:3] == [0.3, 0.9, 2.1]
+
+
+def test_export_never_lands_in_a_folder_being_read(tmp_path, monkeypatch):
+    import tempfile
+
+    from pdwatch.commands.watch import default_export_path
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "w0.log").write_text("")
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    assert default_export_path([str(logs)], cwd=str(elsewhere)) == str(elsewhere / "pdwatch-live-report.md")
+    temp = tempfile.gettempdir()
+    for given in ([str(logs)], [str(logs / "w0.log")], [str(logs / "*.log")]):
+        assert default_export_path(given, cwd=str(logs)) == f"{temp}/pdwatch-live-report.md", given
+    assert default_export_path(["http://127.0.0.1:9/metrics"], cwd=str(logs)).startswith(str(logs))
