@@ -17,18 +17,12 @@ import pandas as pd
 from parsers import Event
 from pdwatch.capacity.log_facts import FACT_KINDS, fold as learn_facts
 from pdwatch.deployment import DeploymentModel, Endpoint
-from rules.model import STATS_FIELDS, DeploymentView, EndpointView
+from rules.model import STATS_FIELDS, STORED_EVENT_KINDS, DeploymentView, EndpointView
 
 _STATS_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text")
 _EVENT_COLUMNS = ("ts", "engine", "kind", "source", "line_no", "text", "reason")
 # Problems and facts rules may quote; the chatty kinds (access lines, router choices) stay out.
-_KEPT_EVENT_KINDS = {
-    "preemption", "stats_disabled", "nixl_failure", "kv_expired", "kv_load_failure", "kv_cache_error",
-    "oom", "engine_dead", "traceback", "shutdown", "spec_decode", "kv_transfer", "cudagraph_capture",
-    "args", "engine_config", "version", "kv_cache_size", "max_concurrency", "kv_memory",
-    "model_loading", "memory_profile", "cudagraph_memory", "block_size", "ssm_dtype", "ssm_conv_layout",
-    "init_time", "role_hint",
-}
+_KEPT_EVENT_KINDS = frozenset(STORED_EVENT_KINDS)
 # Kinds the store only counts, which ``pdwatch report`` skips (``LogScanner(skip_kinds=...)``,
 # the first of each still read so a frontend of router lines only is an endpoint): a Dynamo
 # frontend logs a router line and an access line per request, most of its log, and decoding

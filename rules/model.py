@@ -72,6 +72,17 @@ EVENT_KINDS = (
     "request_completed",
 )
 
+# The kinds the store keeps for the rules to count and quote (problems and start-up facts).
+# The others are per-request chatter (access lines, router choices, ...) or folded into
+# facts; a rule naming one would always count 0, so the rules grammar refuses it.
+STORED_EVENT_KINDS = (
+    "preemption", "stats_disabled", "nixl_failure", "kv_expired", "kv_load_failure", "kv_cache_error",
+    "oom", "engine_dead", "traceback", "shutdown", "spec_decode", "kv_transfer", "cudagraph_capture",
+    "args", "engine_config", "version", "kv_cache_size", "max_concurrency", "kv_memory",
+    "model_loading", "memory_profile", "cudagraph_memory", "block_size", "ssm_dtype", "ssm_conv_layout",
+    "init_time", "role_hint",
+)
+
 DEFAULT_STATS_INTERVAL_S = 10.0  # vLLM's VLLM_LOG_STATS_INTERVAL default
 
 

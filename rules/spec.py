@@ -46,7 +46,7 @@ import yaml
 
 from .errors import RuleFileError, RuleProblem, RuleSyntaxError
 from .expr import SCOPES, Expr, compile_expr
-from .model import EVENT_KINDS, STATS_FIELDS
+from .model import STATS_FIELDS, STORED_EVENT_KINDS
 from .nodes import BOOL, Binary, Node
 from .span import ZERO, Span, parse_span
 from .template import EMPTY, Template, parse_template
@@ -407,12 +407,12 @@ def _evidence(f: _File, node: yaml.Node, scope: str) -> EvidenceSpec | None:
         events, fields = [], []
         for item in node.value:
             name = f.text(item, "evidence item")
-            if name in EVENT_KINDS:
+            if name in STORED_EVENT_KINDS:
                 events.append(name)
             elif name in STATS_FIELDS:
                 fields.append(name)
             elif name is not None:
-                close = difflib.get_close_matches(name, list(EVENT_KINDS) + list(STATS_FIELDS), n=1)
+                close = difflib.get_close_matches(name, list(STORED_EVENT_KINDS) + list(STATS_FIELDS), n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 f.problem(line_of(item), f"evidence: '{name}' is neither an event kind nor a stats field{hint}")
         return EvidenceSpec(events=tuple(events), fields=tuple(fields))
@@ -421,7 +421,7 @@ def _evidence(f: _File, node: yaml.Node, scope: str) -> EvidenceSpec | None:
         return None
     rows = f.expr(m["rows"][1], "evidence rows", scope, want=BOOL, rows=True) if "rows" in m else None
     rank = f.expr(m["rank"][1], "evidence rank", scope, want="number", rows=True) if "rank" in m else None
-    events = _names(f, m["events"][1], "evidence events", EVENT_KINDS, "event kind") if "events" in m else ()
+    events = _names(f, m["events"][1], "evidence events", STORED_EVENT_KINDS, "kept event kind") if "events" in m else ()
     fields = _names(f, m["fields"][1], "evidence fields", STATS_FIELDS, "stats field") if "fields" in m else ()
     limit = 3
     if "limit" in m:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import RuleSyntaxError
 from .functions import FUNCTIONS, Fn
-from .model import DEPLOYMENT_FACTS, ENDPOINT_FACTS, EVENT_KINDS, ROLES, STATS_FIELDS
+from .model import DEPLOYMENT_FACTS, ENDPOINT_FACTS, EVENT_KINDS, ROLES, STATS_FIELDS, STORED_EVENT_KINDS
 from .nodes import ANY, BOOL, DUR, NUM, STR, Binary, Call, Field, Lit, Node, Samples, Unary
 from .userregex import PatternError, UserPattern
 from .values import NAN, arith, compare, logic_and, logic_not, logic_or
@@ -199,7 +199,10 @@ class _Checker:
         elif kind == "role":
             known = list(ROLES) + ["*"]
         else:
-            known = list(EVENT_KINDS)
+            known = list(STORED_EVENT_KINDS)
+            if value in EVENT_KINDS and value not in known:
+                raise RuleSyntaxError(f"event kind {value!r} is not kept for rules (one per request, or read into "
+                                      f"facts); kinds a rule can count: {', '.join(known)}", arg.col)
         if value not in known:
             raise RuleSyntaxError(f"unknown {what} {value!r}{_suggest(value, known)}", arg.col)  # type: ignore[arg-type]
         return arg

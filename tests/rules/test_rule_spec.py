@@ -187,3 +187,19 @@ def test_fuzz_templates_only_raise_syntax_errors(text):
         parse_template(text, "engine")
     except RuleSyntaxError as e:
         assert 1 <= e.column <= len(text) + 1
+
+
+def test_counting_a_kind_the_store_does_not_keep_is_refused():
+    """http_access lines are not kept (one per request): a rule counting them would always see 0."""
+    from rules import RuleFileError, parse_rules_text
+
+    text = ("groups:\n  - name: g\n    rules:\n      - finding: errors\n        scope: endpoint\n"
+            "        severity: warning\n        expr: count_events('http_access', 1m) > 10\n"
+            "        summary: x\n        recommendation: y\n")
+    try:
+        parse_rules_text(text, "mine.yaml")
+    except RuleFileError as exc:
+        message = str(exc)
+    else:
+        raise AssertionError("accepted a count of http_access events")
+    assert "mine.yaml:7" in message and "'http_access' is not kept for rules" in message
