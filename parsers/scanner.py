@@ -226,7 +226,7 @@ class LogScanner:
                 self._held = (held_text + text, first, line_no, len(text))
                 return
             self._flush_held(out)
-        if self._wrap.widths:
+        if self._wrap.widths and match_stats(raw) is None:  # a whole stats line is never the piece of one
             self._held = (text, line_no, line_no, len(text))
             return
         self._record(raw, text, line_no, None, out)

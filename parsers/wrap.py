@@ -41,6 +41,7 @@ class WrapDetector:
         self._total: Counter[int] = Counter()
         self._seen = 0
         self._previous: str | None = None
+        self._longest = 0
 
     def decide(self, widths: frozenset[int]) -> None:
         """Take a decision made elsewhere (the start of the same file, read by another scanner)."""
@@ -55,10 +56,15 @@ class WrapDetector:
                 if text and not starts_record(text):
                     self._continued[len(prev)] += 1
             self._previous = text
+            self._longest = max(self._longest, len(text))
             self._seen += 1
         # Re-judged after every block until enough lines were seen, so short files count too.
         self.decided = self._seen >= _SAMPLE_LINES
-        self.widths = frozenset(
+        widths = frozenset(
             w for w, hits in self._continued.items()
             if hits >= _MIN_HITS and hits >= _MIN_SHARE * self._total[w]
         )
+        # A terminal cuts every line: a file with lines longer than its widest "width" was not
+        # wrapped, whatever the lines of one length that happen to be followed by others (a list
+        # of same-width items, a stats line as long as the garbage before it).
+        self.widths = widths if widths and max(widths) >= self._longest else frozenset()

@@ -42,3 +42,26 @@ def test_any_block_split_gives_the_same_events(data, block):
     whole = [(e.kind, e.line_no, e.values) for e in scan(data)]
     pieces = [(e.kind, e.line_no, e.values) for e in scan(data, block=block)]
     assert pieces == whole
+
+
+def test_a_stats_line_as_long_as_the_garbage_around_it_is_not_taken_for_a_wrapped_piece():
+    """Found by the test above: garbage lines of the stats line's exact length, each followed by
+    a non-record line, once made the file look terminal-wrapped and glued garbage to the line."""
+    garbage = (b"\x1b\x00 \t\x00\x00\x00\x00\x00\x00\x1b    \r -             \t\t                                       "
+               b"\t          ,22gggggggg((((iii++l--------nnnnnn///////00000022222223333344444444uuuu666yRunning: "
+               b"0                ##***,,00000:::GK((UVW!!!!!####2222222fgg(((iiiin112222333444ux\n \n")
+    events = scan(garbage + VALID + garbage + VALID)
+    assert [(e.line_no, e.values["running"]) for e in events if e.kind == "stats"] == [(3, 3), (6, 3)]
+
+
+def test_real_logs_with_same_width_lists_are_not_taken_for_wrapped_pastes():
+    """vLLM's 'leaked instance' lists are lines of one width followed by more of them; the file
+    also has longer lines, which a terminal would have cut."""
+    from parsers.wrap import WrapDetector
+    from tests.conftest import CPU_LOGS, require_shared
+
+    require_shared()
+    for log in sorted(CPU_LOGS.glob("*.log")):
+        detector = WrapDetector()
+        detector.observe(log.read_bytes())
+        assert detector.widths == frozenset(), log.name
