@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 
+import orjson
 import regex as re
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -22,9 +23,10 @@ from .cleaning import clean_raw
 from .envelope import Envelope, engine_from_proc, normalise_level, split_envelope, split_raw
 from .events import Event
 from .families import FAMILIES, LOGO_MODEL_KIND, STATS_ENGINE_KEY, Family
-from .fastlane import (COLOURED_FIELD, DYNAMO_HEADER_GROUPS, DYNAMO_TARGET_CLOSE, KV_TRANSFER_LANE, REQUEST_COMPLETED,
-                       SPEC_DECODE_LANE, STATS_LANE, UVICORN_ACCESS, VLLM_HEADER_GROUPS, WORKER_SELECTED_LANE, MessageLane,
-                       match_stats, request_completed_values, stats_values)
+from .fastlane import (COLOURED_FIELD, DYNAMO_HEADER_GROUPS, DYNAMO_TARGET_CLOSE, KV_TRANSFER_JSON_LANE, KV_TRANSFER_LANE,
+                       REQUEST_COMPLETED, SPEC_DECODE_JSON_LANE, SPEC_DECODE_LANE, STATS_JSON_LANE, STATS_LANE,
+                       UVICORN_ACCESS, UVICORN_ACCESS_JSON, VLLM_HEADER_GROUPS, WORKER_SELECTED_JSON_LANE,
+                       WORKER_SELECTED_LANE, JsonLane, MessageLane, match_stats, request_completed_values, stats_values)
 from .prefilter import Prefilter
 from .timeinfo import TimeResolver, year_hint_from_bytes
 from .wrap import WrapDetector, starts_record
@@ -74,6 +76,16 @@ def _level_of(printed: bytes) -> str | None:
     return normalise_level(printed.strip().decode())
 
 
+@functools.lru_cache(maxsize=64)
+def _level_json(printed: bytes) -> bytes:
+    """``_level_of`` as its JSON value (``b" WARN"`` -> ``b'"WARNING"'``)."""
+    return orjson.dumps(_level_of(printed))
+
+
+def _engine_json(engine: int | None) -> bytes:
+    return b"null" if engine is None else b"%d" % engine
+
+
 @dataclass(slots=True)
 class _OpenTraceback:
     line_no: int
@@ -90,11 +102,16 @@ class LogScanner:
 
     def __init__(self, source: str, *, year: int | None = None, tz: tzinfo | None = None,
                  mtime: float | None = None, now: datetime | None = None,
-                 skip_kinds: frozenset[str] = frozenset()) -> None:
+                 skip_kinds: frozenset[str] = frozenset(), json_lines: bool = False) -> None:
         """``skip_kinds``: event kinds the caller has no use for (never ``stats``). Of each, the
         source's first event is given (it shows the source is there: a frontend whose every
         line is a router line is still an endpoint); after it, that kind's lines are passed
-        over without being decoded."""
+        over without being decoded.
+
+        ``json_lines`` (``pdwatch parse``): ``feed`` and ``finish`` give, in place of the event
+        of a line that a direct lane reads (see ``fastlane.JsonLane``), that event's JSON line as
+        ``pdwatch parse`` writes it (bytes, newline included); every other event is an ``Event``,
+        in its place among them."""
         if "stats" in skip_kinds:
             raise ValueError("stats events cannot be skipped")
         self.source = source
@@ -110,6 +127,17 @@ class LogScanner:
         self._last_stats_engine: int | None = None
         self._seen_stats = False
         self._pending_logo: Event | None = None
+        self._json_lanes: dict | None = None
+        self._json_heads: dict[str, bytes] = {}
+        if json_lines and not self._skip:
+            try:
+                quoted_source = orjson.dumps(source)
+            except orjson.JSONEncodeError:  # a file name that is not UTF-8: the Event path writes it
+                quoted_source = None
+            if quoted_source is not None:
+                self._json_lanes = _JSON_LINE_LANES
+                self._json_heads = {kind: b'{"kind":"%s","source":%s,"line_no":' % (kind.encode(), quoted_source)
+                                    for kind in _JSON_KINDS}
 
     # --- public -----------------------------------------------------------------------------
 
@@ -132,7 +160,7 @@ class LogScanner:
 
     def _hit_lines(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
         """Only the lines the prefilter hits, until a traceback opens (then: where to go on)."""
-        lanes, tracebacks, first_line_no = _LINE_LANES, self._tracebacks, line_no
+        lanes, tracebacks, first_line_no = self._json_lanes or _LINE_LANES, self._tracebacks, line_no
         for start, end, needles, newlines_before in self._prefilter.lines(data, pos):
             line_no = first_line_no + newlines_before
             raw = data[start:end]
@@ -326,6 +354,52 @@ class LogScanner:
                         _level_of(level), line_no, text, out)
         return True
 
+    # --- direct JSON lanes (``json_lines``): the line's JSON from the match, else the lane above -----
+
+    def _message_json_lane(self, raw: bytes, line_no: int, out: list, lane: JsonLane) -> bool:
+        if raw[0] == 0x1B:  # ESC: a coloured Dynamo line
+            line = lane.dynamo_line.fullmatch(raw)
+            if line is None:
+                return self._message_lane(raw, line_no, out, lane.events)
+            groups = line.groups()
+            ts, level, proc_engine = self.times.utc_iso_json(groups[0]), _level_json(groups[2]), None
+            body = groups[DYNAMO_HEADER_GROUPS:]
+        else:
+            line = lane.vllm_line.fullmatch(raw)
+            if line is None:
+                return self._message_lane(raw, line_no, out, lane.events)
+            groups = line.groups()
+            ts = self.times.vllm_json(groups[3], groups[4], groups[5])
+            level, proc_engine = b'"%s"' % groups[2], _engine_of_proc(groups[0])
+            body = groups[VLLM_HEADER_GROUPS:]
+        kind = lane.kind
+        # ``_emit_lane``'s engine and state.
+        if kind == "stats":
+            named = body[0]
+            engine = int(named) if named is not None else proc_engine
+            self._last_stats_engine, self._seen_stats = engine, True
+        elif kind in _FOLLOWS_STATS and self._seen_stats:
+            engine = self._last_stats_engine
+        else:
+            engine = proc_engine
+        if self._pending_logo is not None:
+            self._flush_logo(out)
+        out.append(b'%s%d,"ts":%s,"engine":%s,"level":%s,%s}\n'
+                   % (self._json_heads[kind], line_no, ts, _engine_json(engine), level, lane.values(body)))
+        return True
+
+    def _http_access_json_lane(self, raw: bytes, line_no: int, out: list, _: None) -> bool:
+        m = UVICORN_ACCESS_JSON.fullmatch(raw)
+        if m is None:
+            return self._http_access_lane(raw, line_no, out, None)
+        proc, _pid, level, client, _port, method, path, status = m.groups()
+        if self._pending_logo is not None:
+            self._flush_logo(out)
+        out.append(b'%s%d,"ts":null,"engine":%s,"level":"%s","client":"%s","method":"%s","path":"%s","status":%s}\n'
+                   % (self._json_heads["http_access"], line_no, _engine_json(_engine_of_proc(proc)), level, client,
+                      method, path, status))
+        return True
+
     def _vllm_time(self, month_day: bytes, hms: bytes, frac: bytes | None) -> datetime | None:
         clock = hms.decode() + "." + frac.decode() if frac else hms.decode()
         return self.times.vllm(month_day.decode(), clock)
@@ -431,3 +505,15 @@ _LINE_LANES: dict[tuple[bytes, ...], tuple] = {
     (b"HTTP/2",): (LogScanner._http_access_lane, None),
     (b"request completed",): (LogScanner._request_completed_lane, None),
 }
+
+# ``json_lines``: the lanes that write their line's JSON directly, the others as above.
+_JSON_LINE_LANES: dict[tuple[bytes, ...], tuple] = {
+    **_LINE_LANES,
+    (b"Running: ",): (LogScanner._message_json_lane, STATS_JSON_LANE),
+    (b"SpecDecoding metrics: ",): (LogScanner._message_json_lane, SPEC_DECODE_JSON_LANE),
+    (b"KV Transfer metrics: ",): (LogScanner._message_json_lane, KV_TRANSFER_JSON_LANE),
+    (b"Selected worker: ",): (LogScanner._message_json_lane, WORKER_SELECTED_JSON_LANE),
+    (b"HTTP/1.",): (LogScanner._http_access_json_lane, None),
+    (b"HTTP/2",): (LogScanner._http_access_json_lane, None),
+}
+_JSON_KINDS = ("stats", "spec_decode", "kv_transfer", "worker_selected", "http_access")

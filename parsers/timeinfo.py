@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
+import orjson
 import regex
 
 _YEAR_IN_TEXT = regex.compile(rb"(?<!\d)(20\d\d)-(0[1-9]|1[0-2])-([0-3]\d)[T ]\d\d:\d\d")
@@ -45,6 +46,9 @@ class TimeResolver:
         self._year: int | None = None  # year currently applied to vLLM stamps
         self._last_month: int | None = None
         self._cache: dict[str, datetime | None] = {}
+        # ``pdwatch parse``'s direct JSON lines (see ``fastlane``): a stamp as ``_jsonl_bytes`` writes it.
+        self._json_cache: dict[bytes, bytes] = {}
+        self._valid_seconds: set[bytes] = set()  # ``YYYY-MM-DDTHH:MM:SS`` heads that ``utc_iso`` accepted
 
     def observe_year(self, year: int, month: int) -> None:
         """A dated timestamp was seen in this source; it anchors vLLM's year-less stamps."""
@@ -57,16 +61,22 @@ class TimeResolver:
     def restore(self, state: tuple) -> None:
         self._seen, self._year, self._last_month = state
         self._cache.clear()
+        self._json_cache.clear()
+        self._valid_seconds.clear()
 
-    def vllm(self, month_day: str, clock: str) -> datetime | None:
-        month = int(month_day[:2])
+    def _advance(self, month: int) -> None:
+        """The year of a vLLM stamp of ``month``, which follows the log's months."""
         if self._year is None:
             self._year = self._initial_year(month)
         elif self._last_month is not None and month < self._last_month and self._last_month - month >= 6:
             # 12 -> 01: a new year began while the log ran.
             self._year += 1
             self._cache.clear()
+            self._json_cache.clear()
         self._last_month = month
+
+    def vllm(self, month_day: str, clock: str) -> datetime | None:
+        self._advance(int(month_day[:2]))
         key = month_day + " " + clock
         ts = self._cache.get(key)
         if ts is None and key not in self._cache:
@@ -75,6 +85,34 @@ class TimeResolver:
                 self._cache.clear()
             self._cache[key] = ts
         return ts
+
+    def vllm_json(self, month_day: bytes, hms: bytes, frac: bytes | None) -> bytes:
+        """``vllm`` as the JSON value ``pdwatch parse`` writes for it, from a lane's raw groups.
+        A stats interval's lines share their stamp: one dict hit each, no datetime."""
+        self._advance(int(month_day[:2]))
+        key = month_day + hms + frac if frac else month_day + hms  # fixed widths: unambiguous
+        json = self._json_cache.get(key)
+        if json is None:
+            clock = hms.decode() + "." + frac.decode() if frac else hms.decode()
+            json = _json_stamp(self._build(self._year, month_day.decode(), clock))
+            if len(self._json_cache) > 4096:
+                self._json_cache.clear()
+            self._json_cache[key] = json
+        return json
+
+    def utc_iso_json(self, text: bytes) -> bytes:
+        """``utc_iso`` as the JSON value ``pdwatch parse`` writes for it. The common stamp,
+        ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` with a non-zero fraction, is written as orjson writes
+        the datetime (``...ffffff+00:00``) once its second is known to be valid."""
+        if len(text) == 27 and text[-7:-1] != b"000000" and text[:19] in self._valid_seconds:
+            return b'"' + text[:26] + b'+00:00"'
+        ts = self.utc_iso(text.decode())
+        if ts is None:
+            return b"null"
+        if len(self._valid_seconds) > 4096:
+            self._valid_seconds.clear()
+        self._valid_seconds.add(text[:19])
+        return _json_stamp(ts)
 
     def iso(self, text: str) -> datetime | None:
         """Parse an ISO 8601 stamp (``Z``, offset, or naive = this resolver's zone)."""
@@ -120,3 +158,10 @@ class TimeResolver:
                             int(hms[3:5]), int(hms[6:8]), micro, tzinfo=self._tz)
         except ValueError:  # 02-30, 25:00:00 ... from a torn or corrupted line
             return None
+
+
+def _json_stamp(ts: datetime | None) -> bytes:
+    """A stamp as ``pdwatch parse``'s ``_jsonl_bytes`` writes it: a UTC one by orjson, else its isoformat."""
+    if ts is None:
+        return b"null"
+    return orjson.dumps(ts if ts.tzinfo is timezone.utc else ts.isoformat())

@@ -34,6 +34,8 @@ _FEED_BYTES = 4 << 20
 MAX_LINE_BYTES = 1 << 20  # the sources' line cap: a longer line is cut there, which only they do
 
 Render = Callable[[list[Event]], Any]  # events of a piece -> what travels back (events, or text)
+# With ``json_lines``, render gets a list of Events and of JSON lines (bytes) in place of the
+# events the scanner's direct lanes wrote (``LogScanner(json_lines=True)``).
 
 
 class NotSplittable(Exception):
@@ -76,7 +78,7 @@ def should_split(path: str, workers: int | None = None) -> bool:
 
 def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
               workers: int | None = None, piece_bytes: int = _PIECE_BYTES,
-              finish_apart: bool = False) -> Iterator[Any]:
+              finish_apart: bool = False, json_lines: bool = False) -> Iterator[Any]:
     """``render(events)`` of consecutive stretches of ``path`` (a few MB each), in order: together, the events a
     sequential ``LogScanner`` gives for the whole file, ``finish`` included. With
     ``finish_apart``, the events of the scanner's ``finish`` are not in the last piece's but
@@ -87,10 +89,10 @@ def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
     """
     workers = workers or worker_count()
     scan = FileScan(path, year=year, tz=tz, render=render, workers=workers, piece_bytes=piece_bytes,
-                    finish_apart=finish_apart)
+                    finish_apart=finish_apart, json_lines=json_lines)
     context = multiprocessing.get_context("fork")  # workers inherit the loaded parsers: no re-import
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                             initargs=(year, tz, scan.mtime, scan.hint, render)) as pool:
+                             initargs=(year, tz, scan.mtime, scan.hint, render, frozenset(), json_lines)) as pool:
         scan.start(pool, shared=False)
         yield from scan
 
@@ -106,8 +108,9 @@ class FileScan:
 
     def __init__(self, path: str, *, year: int | None, tz: tzinfo | None, render: Render,
                  workers: int | None = None, piece_bytes: int = _PIECE_BYTES, finish_apart: bool = False,
-                 skip_kinds: frozenset[str] = frozenset()) -> None:
+                 skip_kinds: frozenset[str] = frozenset(), json_lines: bool = False) -> None:
         self.path, self.year, self.tz, self.render = path, year, tz, render
+        self.json_lines = json_lines
         self.skip_kinds = frozenset(skip_kinds)
         self.workers = workers or worker_count()
         self.finish_apart = finish_apart
@@ -126,7 +129,8 @@ class FileScan:
         piece's scan then cancelled or left unread) and submit the next ones."""
         bounds = self._bounds
         self._pool = pool
-        self._context = (self.year, self.tz, self.mtime, self.hint, self.render, self.skip_kinds) if shared else None
+        self._context = ((self.year, self.tz, self.mtime, self.hint, self.render, self.skip_kinds, self.json_lines)
+                         if shared else None)
         # The first piece's lines are numbered from 1 whatever the counts: one worker scans it
         # while the others count, rather than after them (the count of a 500 MB file takes
         # 0.14 s on 2 cores, the first piece's scan 0.09 s).
@@ -165,7 +169,7 @@ class FileScan:
             result: _PieceResult = future.result()
             if result.state_before is not None and result.state_before != true_state:
                 result = _scan_piece_here(piece, true_state, self.year, self.tz, self.mtime, self.hint, self.render,
-                                          self.skip_kinds)
+                                          self.skip_kinds, self.json_lines)
             true_state = result.state_after
             nxt = next(self._queue, None)
             if nxt is not None:
@@ -213,8 +217,9 @@ def count_newlines(buffer, start: int = 0, end: int | None = None) -> int:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(year, tz, mtime, hint, render, skip_kinds=frozenset()) -> None:
-    _WORKER.update(year=year, tz=tz, mtime=mtime, hint=hint, render=render, skip_kinds=skip_kinds)
+def _init_worker(year, tz, mtime, hint, render, skip_kinds=frozenset(), json_lines=False) -> None:
+    _WORKER.update(year=year, tz=tz, mtime=mtime, hint=hint, render=render, skip_kinds=skip_kinds,
+                   json_lines=json_lines)
 
 
 def _count_lines(task: tuple[str, int, int]) -> int | None:
@@ -234,7 +239,8 @@ def _count_lines(task: tuple[str, int, int]) -> int | None:
 
 def _scan_piece(piece: _Piece, state: tuple | None) -> _PieceResult:
     w = _WORKER
-    return _scan_piece_here(piece, state, w["year"], w["tz"], w["mtime"], w["hint"], w["render"], w["skip_kinds"])
+    return _scan_piece_here(piece, state, w["year"], w["tz"], w["mtime"], w["hint"], w["render"], w["skip_kinds"],
+                            w["json_lines"])
 
 
 def _scan_piece_with(piece: _Piece, context: tuple) -> _PieceResult:
@@ -243,9 +249,9 @@ def _scan_piece_with(piece: _Piece, context: tuple) -> _PieceResult:
 
 
 def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, render: Render,
-                     skip_kinds: frozenset[str] = frozenset()) -> _PieceResult:
+                     skip_kinds: frozenset[str] = frozenset(), json_lines: bool = False) -> _PieceResult:
     """Scan one piece; from ``state`` when given, else from a warm-up guess (recorded for the check)."""
-    scanner = LogScanner(piece.path, year=year, tz=tz, mtime=mtime, skip_kinds=skip_kinds)
+    scanner = LogScanner(piece.path, year=year, tz=tz, mtime=mtime, skip_kinds=skip_kinds, json_lines=json_lines)
     state_before = None
     with open(piece.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
         if state is not None:

@@ -81,13 +81,14 @@ def _worth_splitting(sources: SourceSet, args: argparse.Namespace) -> bool:
 
 def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextIO) -> bool:
     """Each file in the replay's order; big ones scanned in pieces on every core, same output."""
-    render = _render_jsonl if args.format == "jsonl" else _render_table
+    render, json_lines = (_render_jsonl, True) if args.format == "jsonl" else (_render_table, False)
     failed = False
     for path in sources.sources:
         if parallel_scan.should_split(path):
             try:
                 write = _chunk_writer(out)
-                for chunk in parallel_scan.scan_file(path, year=args.year, tz=tz, render=render):
+                for chunk in parallel_scan.scan_file(path, year=args.year, tz=tz, render=render,
+                                                        json_lines=json_lines):
                     write(chunk)
                 continue
             except parallel_scan.NotSplittable:
@@ -160,10 +161,11 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _render_jsonl(events: list[Event]) -> bytes:
+def _render_jsonl(events: list[Event | bytes]) -> bytes:
     # Bytes end to end (worker, pipe, stdout's binary stream): no decode per line, no
     # encode of the ~60 MB a 500 MB log gives, in the worker's pickle nor at the parent's write.
-    return b"".join(map(_jsonl_bytes, events))
+    # A bytes item is a line the scanner's direct lanes already wrote (``json_lines``).
+    return b"".join([item if item.__class__ is bytes else _jsonl_bytes(item) for item in events])
 
 
 def _render_table(events: list[Event]) -> str:
