@@ -22,7 +22,7 @@ import yaml
 
 from pdwatch.deployment import ROLES, EndpointSpec
 from pdwatch.errors import UsageError
-from pdwatch.metrics.scrape import normalize_url
+from pdwatch.metrics.urls import normalize_url
 from pdwatch.sources.ssh_spec import is_ssh, parse_ssh
 
 

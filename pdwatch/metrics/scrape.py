@@ -26,28 +26,17 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterable
-from urllib.parse import urlsplit, urlunsplit
 
 from parsers import Event
 
 from .exposition import CounterState, ExpositionError, events_from_exposition
+from .urls import normalize_url
 
 _MAX_BYTES = 64 << 20  # a /metrics page is a few hundred KiB; refuse anything absurd
 
 
 class ScrapeError(OSError):
     """The endpoint could not be scraped (connection, HTTP status, size, decoding)."""
-
-
-def normalize_url(url: str) -> str:
-    """``host:port`` -> ``http://host:port/metrics``; a URL without a path gets ``/metrics``."""
-    if "://" not in url:
-        url = "http://" + url
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"{url!r}: expected http://HOST:PORT/metrics")
-    path = parts.path if parts.path not in ("", "/") else "/metrics"
-    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def fetch(url: str, timeout: float = 5.0) -> str:

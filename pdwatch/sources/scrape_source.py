@@ -13,8 +13,6 @@ import time
 from datetime import datetime, timezone
 from typing import Callable
 
-from pdwatch.metrics.exposition import ExpositionError, parse_samples
-from pdwatch.metrics.scrape import ScrapeError, fetch
 
 from .records import ScrapeBlock, SourceNotice
 
@@ -29,7 +27,7 @@ def is_url(arg: str) -> bool:
 
 class ScrapeSource:
     def __init__(self, url: str, *, interval: float = 2.0, timeout: float = 5.0,
-                 fetch_text: Callable[[str, float], str] = fetch,
+                 fetch_text: Callable[[str, float], str] | None = None,
                  clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
         self.url = url
         self.interval = interval
@@ -78,8 +76,13 @@ class ScrapeSource:
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - began)))
 
     def _scrape(self, attempt: int) -> ScrapeBlock | str:
+        # Imported on the first scrape: prometheus_client and urllib cost every parse of
+        # plain files ~35 ms of start-up otherwise.
+        from pdwatch.metrics.exposition import ExpositionError, parse_samples
+        from pdwatch.metrics.scrape import ScrapeError, fetch
+
         try:
-            text = self._fetch(self.url, self.timeout)
+            text = (self._fetch or fetch)(self.url, self.timeout)
             ts = self._clock()
             parse_samples(text)  # a page that is not an exposition counts as a failure, with its reason
         except ScrapeError as exc:
