@@ -117,7 +117,7 @@ class FileScan:
         self.mtime = os.stat(path).st_mtime
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
             _check_splittable(path, data, year, tz, self.mtime)
-            self._bounds = _piece_bounds(data, piece_bytes)
+            self._bounds = _piece_bounds(fh.fileno(), len(data), piece_bytes)
             self.hint = year_hint_from_bytes(data[: _first_block_end(data)])
         self._pool: ProcessPoolExecutor | None = None
         self._context: tuple | None = None
@@ -192,14 +192,30 @@ def _first_block_end(data: mmap.mmap) -> int:
     return len(data) if end < 0 or len(data) <= _FIRST_BLOCK_BYTES else end + 1
 
 
-def _piece_bounds(data: mmap.mmap, piece_bytes: int) -> list[tuple[int, int]]:
-    bounds, start, size = [], 0, len(data)
+def _piece_bounds(fd: int, size: int, piece_bytes: int) -> list[tuple[int, int]]:
+    """Pieces of about ``piece_bytes`` ending at newlines. The newline after each nominal end
+    is looked for with small reads, not in a map of the file: faulting the map in page by page
+    counted ~1.4 MB of file per piece in this process's peak RSS (130 MB for 1 GB)."""
+    bounds, start = [], 0
     while start < size:
-        end = size if size - start <= piece_bytes * 3 // 2 else data.find(b"\n", start + piece_bytes)
+        end = size if size - start <= piece_bytes * 3 // 2 else _next_newline(fd, start + piece_bytes, size)
         end = size if end < 0 else (end + 1 if end < size else end)
         bounds.append((start, end))
         start = end
     return bounds
+
+
+def _next_newline(fd: int, pos: int, size: int, window: int = 64 << 10) -> int:
+    """Offset of the first newline at or after ``pos``, or -1."""
+    while pos < size:
+        chunk = os.pread(fd, window, pos)
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return pos + found
+        if not chunk:
+            break
+        pos += len(chunk)
+    return -1
 
 
 def count_newlines(buffer, start: int = 0, end: int | None = None) -> int:
