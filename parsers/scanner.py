@@ -126,6 +126,10 @@ class LogScanner:
         self._tracebacks: dict[tuple[str | None, int | None], _OpenTraceback] = {}
         self._last_stats_engine: int | None = None
         self._seen_stats = False
+        # For a piece of a file scanned apart (``pdwatch.parallel_scan``): whether the stats
+        # state it started from was still in force when a KV-transfer / spec-decode line used it.
+        self._stats_from_entry = True
+        self.entry_stats_used = False
         self._pending_logo: Event | None = None
         self._json_lanes: dict | None = None
         self._json_heads: dict[str, bytes] = {}
@@ -212,6 +216,14 @@ class LogScanner:
             self._skipped_once(self._skip_unseen - {kind})
             return False
         return True
+
+    def mark_entry(self) -> None:
+        """From here on, note whether the stats state in force now gets used (see ``entry_stats_used``)."""
+        self._stats_from_entry, self.entry_stats_used = True, False
+
+    @property
+    def stats_set_since_entry(self) -> bool:
+        return not self._stats_from_entry
 
     def start_mid_file(self, year_hint: tuple[int, int] | None) -> None:
         """Scan from the middle of a file whose start was already judged: no wrap, this year hint."""
@@ -377,9 +389,10 @@ class LogScanner:
         if kind == "stats":
             named = body[0]
             engine = int(named) if named is not None else proc_engine
-            self._last_stats_engine, self._seen_stats = engine, True
-        elif kind in _FOLLOWS_STATS and self._seen_stats:
-            engine = self._last_stats_engine
+            self._last_stats_engine, self._seen_stats, self._stats_from_entry = engine, True, False
+        elif kind in _FOLLOWS_STATS:
+            self.entry_stats_used |= self._stats_from_entry
+            engine = self._last_stats_engine if self._seen_stats else proc_engine
         else:
             engine = proc_engine
         if self._pending_logo is not None:
@@ -413,9 +426,10 @@ class LogScanner:
         if kind == "stats":
             named = values.pop(STATS_ENGINE_KEY)
             engine = named if named is not None else proc_engine
-            self._last_stats_engine, self._seen_stats = engine, True
-        elif kind in _FOLLOWS_STATS and self._seen_stats:
-            engine = self._last_stats_engine
+            self._last_stats_engine, self._seen_stats, self._stats_from_entry = engine, True, False
+        elif kind in _FOLLOWS_STATS:
+            self.entry_stats_used |= self._stats_from_entry
+            engine = self._last_stats_engine if self._seen_stats else proc_engine
         else:
             engine = proc_engine
         if self._pending_logo is not None:
@@ -433,9 +447,11 @@ class LogScanner:
         if kind == "stats":
             named = values.pop(STATS_ENGINE_KEY, None)
             engine = named if named is not None else proc_engine
-            self._last_stats_engine, self._seen_stats = engine, True
-        elif kind in _FOLLOWS_STATS and self._seen_stats:
-            engine = self._last_stats_engine
+            self._last_stats_engine, self._seen_stats, self._stats_from_entry = engine, True, False
+        elif kind in _FOLLOWS_STATS:
+            self.entry_stats_used |= self._stats_from_entry
+            if self._seen_stats:
+                engine = self._last_stats_engine
         if kind == LOGO_MODEL_KIND:
             if self._pending_logo is not None and line_no == (self._pending_logo.end_line_no or self._pending_logo.line_no) + 1:
                 self._pending_logo.values["model"] = values["model"]

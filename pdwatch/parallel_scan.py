@@ -59,6 +59,10 @@ class _PieceResult:
     state_after: tuple
     parse_errors: int
     finish_output: Any = None  # render(the scanner's finish events), with finish_apart
+    # Whether the piece used the stats state it started from (a KV-transfer or spec-decode
+    # line before its first stats line), and whether a stats line of its own replaced it.
+    entry_stats_used: bool = True
+    stats_set: bool = True
 
 
 def worker_count() -> int:
@@ -167,16 +171,41 @@ class FileScan:
         while self._in_flight:
             piece, future = self._in_flight.popleft()
             result: _PieceResult = future.result()
-            if result.state_before is not None and result.state_before != true_state:
+            if result.state_before is not None and not _guess_holds(result, true_state):
                 result = _scan_piece_here(piece, true_state, self.year, self.tz, self.mtime, self.hint, self.render,
                                           self.skip_kinds, self.json_lines)
-            true_state = result.state_after
+            true_state = _state_after(result, true_state)
             nxt = next(self._queue, None)
             if nxt is not None:
                 self._submit(nxt)
             yield from result.output
             if piece.last and self.finish_apart:
                 yield result.finish_output
+
+
+# In a scanner's boundary state, the engine of the last stats line and whether one was seen.
+_STATS_STATE = slice(1, 3)
+
+
+def _without_stats(state: tuple) -> tuple:
+    return state[:_STATS_STATE.start] + state[_STATS_STATE.stop:]
+
+
+def _guess_holds(result: _PieceResult, true_state: tuple | None) -> bool:
+    """The warm-up's guess is right wherever the piece depended on it. The stats part counts
+    only if a line used it: where stats lines are further apart than the warm-up, the guess
+    misses them, and every piece would otherwise be rescanned for nothing."""
+    if result.entry_stats_used:
+        return result.state_before == true_state
+    return true_state is not None and _without_stats(result.state_before) == _without_stats(true_state)
+
+
+def _state_after(result: _PieceResult, true_state: tuple | None) -> tuple:
+    """A piece without a stats line of its own ends with the stats state it was given."""
+    if result.stats_set or result.state_before is None or true_state is None:
+        return result.state_after
+    after = result.state_after
+    return after[:_STATS_STATE.start] + true_state[_STATS_STATE] + after[_STATS_STATE.stop:]
 
 
 def _check_splittable(path: str, data: mmap.mmap, year: int | None, tz: tzinfo | None, mtime: float) -> None:
@@ -279,13 +308,15 @@ def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, 
             warm_line = piece.first_line_no - count_newlines(data, warm_start, piece.start)
             _feed(scanner, fh, data, warm_start, piece.start, warm_line, None)  # the previous piece's events: dropped
             state_before = scanner.boundary_state()
+            scanner.mark_entry()
         outputs = _feed(scanner, fh, data, piece.start, piece.end, piece.first_line_no, render)
     finish_output = None
     if piece.last and piece.finish_apart:
         finish_output = render(scanner.finish())
     elif piece.last:
         outputs.append(render(scanner.finish()))
-    return _PieceResult(outputs, state_before, scanner.boundary_state(), scanner.parse_errors, finish_output)
+    return _PieceResult(outputs, state_before, scanner.boundary_state(), scanner.parse_errors, finish_output,
+                        scanner.entry_stats_used, scanner.stats_set_since_entry)
 
 
 def _warmup_start(data: mmap.mmap, start: int) -> int:

@@ -145,3 +145,33 @@ def test_parse_command_prints_the_same_bytes_split_or_not(tmp_path, monkeypatch,
     monkeypatch.setattr(parallel_scan, "_PIECE_BYTES", 50_000)
     assert parallel_scan.should_split(str(first)) and not parallel_scan.should_split(str(second))
     assert run() == sequential
+
+
+def _write_sparse(path: Path, lines: int, *, stats_every: int, xfer_after: int | None) -> None:
+    """Stats lines further apart than the warm-up; a KV-transfer line ``xfer_after`` lines after each."""
+    with path.open("w") as out:
+        for i in range(lines):
+            hms = f"{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}"
+            out.write(_NOISE.format(md="11-29", hms=hms, i=i))
+            if i % stats_every == 0:
+                out.write(_STATS.format(md="11-29", hms=hms, e=(i // stats_every) % 4))
+            if xfer_after is not None and i % stats_every == xfer_after:
+                out.write(_XFER.format(md="11-29", hms=hms))
+
+
+def test_stats_lines_further_apart_than_the_warmup(tmp_path, small_warmup):
+    """The warm-up misses the last stats line; where no line of the piece uses it, the guess is
+    let through, and the piece's stats state is taken from the true one."""
+    log = tmp_path / "sparse.log"
+    _write_sparse(log, 20_000, stats_every=700, xfer_after=None)
+    assert _pieces(log, piece_bytes=60_000) == _sequential(log)
+
+
+def test_a_kv_transfer_line_needing_a_missed_stats_line_is_rescanned(tmp_path, small_warmup, rescans):
+    """The KV-transfer line takes the engine of the stats line before it, which the warm-up missed."""
+    log = tmp_path / "sparse-xfer.log"
+    _write_sparse(log, 20_000, stats_every=700, xfer_after=650)
+    sequential = _sequential(log)
+    assert {e.engine for e in sequential if e.kind == "kv_transfer"} == {0, 1, 2, 3}
+    assert _pieces(log, piece_bytes=60_000) == sequential
+    assert rescans  # some pieces began between a stats line and its KV-transfer line
