@@ -385,16 +385,8 @@ class LogScanner:
             level, proc_engine = b'"%s"' % groups[2], _engine_of_proc(groups[0])
             body = groups[VLLM_HEADER_GROUPS:]
         kind = lane.kind
-        # ``_emit_lane``'s engine and state.
-        if kind == "stats":
-            named = body[0]
-            engine = int(named) if named is not None else proc_engine
-            self._last_stats_engine, self._seen_stats, self._stats_from_entry = engine, True, False
-        elif kind in _FOLLOWS_STATS:
-            self.entry_stats_used |= self._stats_from_entry
-            engine = self._last_stats_engine if self._seen_stats else proc_engine
-        else:
-            engine = proc_engine
+        named = int(body[0]) if kind == "stats" and body[0] is not None else None
+        engine = self._engine_for(kind, named, proc_engine)
         if self._pending_logo is not None:
             self._flush_logo(out)
         out.append(b'%s%d,"ts":%s,"engine":%s,"level":%s,%s}\n'
@@ -417,21 +409,27 @@ class LogScanner:
         clock = hms.decode() + "." + frac.decode() if frac else hms.decode()
         return self.times.vllm(month_day.decode(), clock)
 
+    def _engine_for(self, kind: str, named: int | None, fallback: int | None) -> int | None:
+        """An event's engine, and the stats state it moves: a stats line's is the engine it
+        names (else ``fallback``, its process's); a KV-transfer or spec-decode line takes the
+        last stats line's (it follows it in vLLM's logger); any other keeps ``fallback``."""
+        if kind == "stats":
+            engine = named if named is not None else fallback
+            self._last_stats_engine, self._seen_stats, self._stats_from_entry = engine, True, False
+            return engine
+        if kind in _FOLLOWS_STATS:
+            self.entry_stats_used |= self._stats_from_entry
+            if self._seen_stats:
+                return self._last_stats_engine
+        return fallback
+
     def _emit_lane(self, kind: str, values: dict, ts: datetime | None, proc_engine: int | None, level: str | None,
                    line_no: int, text: str, out: list[Event]) -> None:
         """``_emit`` for a lane's line: its message never starts with ``Engine `` (the stats
         line names its engine in ``values``) and it is no logo line."""
         if self._skip and self._drop(kind):
             return
-        if kind == "stats":
-            named = values.pop(STATS_ENGINE_KEY)
-            engine = named if named is not None else proc_engine
-            self._last_stats_engine, self._seen_stats, self._stats_from_entry = engine, True, False
-        elif kind in _FOLLOWS_STATS:
-            self.entry_stats_used |= self._stats_from_entry
-            engine = self._last_stats_engine if self._seen_stats else proc_engine
-        else:
-            engine = proc_engine
+        engine = self._engine_for(kind, values.pop(STATS_ENGINE_KEY) if kind == "stats" else None, proc_engine)
         if self._pending_logo is not None:
             self._flush_logo(out)
         out.append(Event(kind, self.source, line_no, ts, engine, level, values, None, text[:_EVIDENCE_CHARS]))
@@ -444,14 +442,7 @@ class LogScanner:
         if env.msg.startswith("Engine ") and kind != "stats":
             named = _ENGINE_PREFIX.match(env.msg)
             engine = int(named[1]) if named else engine
-        if kind == "stats":
-            named = values.pop(STATS_ENGINE_KEY, None)
-            engine = named if named is not None else proc_engine
-            self._last_stats_engine, self._seen_stats, self._stats_from_entry = engine, True, False
-        elif kind in _FOLLOWS_STATS:
-            self.entry_stats_used |= self._stats_from_entry
-            if self._seen_stats:
-                engine = self._last_stats_engine
+        engine = self._engine_for(kind, values.pop(STATS_ENGINE_KEY, None) if kind == "stats" else None, engine)
         if kind == LOGO_MODEL_KIND:
             if self._pending_logo is not None and line_no == (self._pending_logo.end_line_no or self._pending_logo.line_no) + 1:
                 self._pending_logo.values["model"] = values["model"]
