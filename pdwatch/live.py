@@ -854,8 +854,12 @@ def _latest_engine_rows(stats: pd.DataFrame, interval: float) -> list[EngineRow]
     """Each engine's latest stats line, engines that stopped printing left out. Only the
     frame's tail since the stale horizon can hold them (it is sorted by time): numpy on that
     tail, not a groupby of the whole run on every tick."""
-    horizon = stats["ts"].iloc[-1] - pd.Timedelta(seconds=STALE_INTERVALS * interval)
-    tail = stats.iloc[int(stats["ts"].searchsorted(horizon, side="left")):]
+    stamps = stats["ts"]
+    # A measured interval (between /metrics scrapes) has nanoseconds; the frame may be in
+    # microseconds and pandas' searchsorted refuses to round. Rounded up, so "ts >= horizon" holds as before.
+    unit = stamps.dt.unit
+    horizon = (stamps.iloc[-1] - pd.Timedelta(seconds=STALE_INTERVALS * interval)).ceil(unit).as_unit(unit)
+    tail = stats.iloc[int(stamps.searchsorted(horizon, side="left")):]
     engines = tail["engine"].to_numpy()
     ids, from_end = np.unique(engines[::-1], return_index=True)
     rows = len(engines) - 1 - from_end

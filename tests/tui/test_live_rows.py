@@ -51,7 +51,9 @@ def _latest_pandas(stats: pd.DataFrame, interval: float) -> list[tuple]:
 
 def test_numpy_rows_and_history_equal_the_pandas_way():
     rng = random.Random(11)
-    for n, interval in ((1, 2.0), (7, 10.0), (400, 2.0), (3000, 1.0), (900, 0.4)):
+    # Intervals measured between /metrics scrapes carry nanoseconds the microsecond frame cannot hold.
+    for n, interval in ((1, 2.0), (7, 10.0), (400, 2.0), (3000, 1.0), (900, 0.4), (300, 2.0000000013),
+                        (60, 9.876543210987)):
         frame = _frame(rng, n, interval)
         for role in ("prefill", "decode", "aggregated", "frontend"):
             # Equal but for the last bit: numpy and pandas add the engines in another order.
