@@ -301,19 +301,27 @@ def _json_lane(kind: str, message: bytes, values: Callable[[tuple], bytes], even
                     values, events)
 
 
+# Deferred (v0.20) and Preemptions (v0.12, omitted when 0) sit between Waiting and the KV usage.
 _STATS_BODY_JSON = (
     rb"(?:Engine (\d+): )?"
     rb"Avg prompt throughput: " + _CANONICAL_FLOAT + rb" tokens/s, Avg generation throughput: " + _CANONICAL_FLOAT
-    + rb" tokens/s, Running: " + _WHOLE + rb" reqs, Waiting: " + _WHOLE + rb" reqs, GPU KV cache usage: "
+    + rb" tokens/s, Running: " + _WHOLE + rb" reqs, Waiting: " + _WHOLE + rb" reqs, "
+    + rb"(?:Deferred: " + _WHOLE + rb" reqs, )?(?:Preemptions: " + _WHOLE + rb", )?GPU KV cache usage: "
     + _CANONICAL_FLOAT + rb"%, Prefix cache hit rate: " + _CANONICAL_FLOAT
     + rb"%(?:, External prefix cache hit rate: " + _CANONICAL_FLOAT + rb"%)?"
 )
 
 
 def _stats_json(body: tuple) -> bytes:
-    """The stats values (``_raw_stats_values``'s order); ``body[0]``, the engine, is the scanner's."""
-    external = body[7]
-    values = b'"prompt_tps":%s,"gen_tps":%s,"running":%s,"waiting":%s,"kv_usage_pct":%s,"prefix_hit_pct":%s' % body[1:7]
+    """The stats values in the line's order, as the general path reads them; ``body[0]``, the
+    engine, is the scanner's."""
+    _, prompt, gen, running, waiting, deferred, preemptions, kv, hit, external = body
+    values = b'"prompt_tps":%s,"gen_tps":%s,"running":%s,"waiting":%s' % (prompt, gen, running, waiting)
+    if deferred is not None:
+        values += b',"deferred":' + deferred
+    if preemptions is not None:
+        values += b',"preemptions":' + preemptions
+    values += b',"kv_usage_pct":%s,"prefix_hit_pct":%s' % (kv, hit)
     return values if external is None else values + b',"external_prefix_hit_pct":' + external
 
 

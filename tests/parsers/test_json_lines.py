@@ -59,16 +59,24 @@ _tail = st.sampled_from(["", ", External prefix cache hit rate: 12.50%", ", Exte
                          ", Preemptions: 3", "\r", " "])
 
 
-def _stats(header: str, engine: str, nums: list[str], tail: str = "") -> str:
+# What may follow Waiting: v0.20's Deferred, v0.12's Preemptions (both or either), and odd forms.
+_middle = st.one_of(st.sampled_from(["", "Preemptions: 4, ", "Deferred: 8 reqs, ", "Deferred: 8 reqs, Preemptions: 3, ",
+                                     "Preemptions: 3, Deferred: 8 reqs, ", "Preemptions: 4,", "Deferred: 8, "]),
+                    st.builds(lambda n: f"Preemptions: {n}, ", _number),
+                    st.builds(lambda n: f"Deferred: {n} reqs, ", _number))
+
+
+def _stats(header: str, engine: str, nums: list[str], tail: str = "", middle: str = "") -> str:
     p, g, r, w, kv, hit = nums
     return (f"{header}{engine}Avg prompt throughput: {p} tokens/s, Avg generation throughput: {g} tokens/s, "
-            f"Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: {kv}%, Prefix cache hit rate: {hit}%{tail}\n")
+            f"Running: {r} reqs, Waiting: {w} reqs, {middle}GPU KV cache usage: {kv}%, "
+            f"Prefix cache hit rate: {hit}%{tail}\n")
 
 
-@settings(max_examples=400, deadline=None)
-@given(_header, _engine, st.lists(_number, min_size=6, max_size=6), _tail, _zone)
-def test_stats_lines(header, engine, nums, tail, tz):
-    _direct(_stats(header, engine, nums, tail), tz)
+@settings(max_examples=600, deadline=None)
+@given(_header, _engine, st.lists(_number, min_size=6, max_size=6), _tail, _middle, _zone)
+def test_stats_lines(header, engine, nums, tail, middle, tz):
+    _direct(_stats(header, engine, nums, tail, middle), tz)
 
 
 @settings(max_examples=300, deadline=None)
@@ -157,5 +165,8 @@ def test_every_direct_lane_is_taken_on_the_benchmark_log(tmp_path):
 def test_canonical_numbers_are_copied():
     assert _direct(_stats("INFO 03-31 18:01:11 [loggers.py:1] ", "Engine 007: ",
                           ["606.80", "8.010", "7", "0", "40.00", "0.001"])) == 1
+    # v0.12+ lines under pressure (Preemptions) and v0.20's Deferred stay on the direct lane.
+    assert _direct(_stats("INFO 03-31 18:01:11 [loggers.py:1] ", "Engine 007: ", ["0.0", "1.5", "7", "3", "99.9", "0.0"],
+                          middle="Deferred: 8 reqs, Preemptions: 3, ")) == 1
     assert _direct("INFO 03-31 18:01:11 [m.py:1] Selected worker: worker_type=decode, worker_id=12, dp_rank=007, "
                    "logit: -0.50, cached blocks: 0012\n") == 1
