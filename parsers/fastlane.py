@@ -276,14 +276,21 @@ def request_completed_values(fields: dict[str, str]) -> dict:
 # from 0.001 up to 1e16; trailing zeros are matched outside the group (``8.010`` -> ``8.01``, as
 # ``round(x, 3)`` printed by ``%s`` never has them but ``.2f`` has). The lookahead bounds the
 # whole printed run to 16 characters (15 digits and the dot); below 0.001 falls back.
-_CANONICAL_FLOAT = rb"(?=[\d.]{3,16}(?![\d.]))(?!0\.000+[1-9])((?:0|[1-9]\d*)\.(?:\d*[1-9]|0))0*"
+#
+# Each first tries a cheaper form with no lookahead over the whole run, for what vLLM prints
+# most (``%.1f``; NIXL's ``%.3f`` and counts): at most 12 integer digits and 1 decimal (3 for a
+# number, the last not 0), so at most 15 digits, which orjson writes back as printed. It saves
+# ~0.4 us per stats line; anything else takes the general form, as before.
+_CANONICAL_FLOAT = (rb"((?:0|[1-9]\d{0,11})\.\d(?![\d.])"
+                    rb"|(?=[\d.]{3,16}(?![\d.]))(?!0\.000+[1-9])(?:0|[1-9]\d*)\.(?:\d*[1-9]|0))0*")
 _CANONICAL_SIGNED_FLOAT = rb"(?=-?[\d.]{3,16}(?![\d.]))(?!-?0\.000+[1-9])(-?(?:0|[1-9]\d*)\.(?:\d*[1-9]|0))0*"
 # ``int(text)`` of ``\d+``: leading zeros are matched outside the group, at most 18 digits.
 _CANONICAL_INT = rb"0*(0|[1-9]\d{0,17})"
 # ``int(float(text))`` of ``\d+``: exact below 2**53, so at most 15 digits.
 _CANONICAL_FLOAT_INT = rb"0*(0|[1-9]\d{0,14})"
 # ``_JSON_NUMBER`` (an int without a dot, a float with one) in the forms above.
-_CANONICAL_NUMBER = rb"(?=[\d.]{1,16}(?![\d.]))(?!0\.000+[1-9])((?:0|[1-9]\d*)(?!\d)(?:\.(?:\d*[1-9]|0))?)0*"
+_CANONICAL_NUMBER = (rb"((?:0|[1-9]\d{0,11})(?:\.(?:\d\d[1-9]|\d[1-9]?)|)(?![\d.])"
+                     rb"|(?=[\d.]{1,16}(?![\d.]))(?!0\.000+[1-9])(?:0|[1-9]\d*)(?!\d)(?:\.(?:\d*[1-9]|0))?)0*")
 
 
 class JsonLane(NamedTuple):
