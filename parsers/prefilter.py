@@ -80,8 +80,9 @@ class Prefilter:
 
         hit_at = np.asarray(positions, dtype=np.int64) - start
         needle_of = np.asarray(indexes, dtype=np.int64)
-        order = np.lexsort((needle_of, hit_at))  # by position, then needle: the order of a tuple sort
-        hit_at, needle_of = hit_at[order], needle_of[order]
+        if not (hit_at[1:] > hit_at[:-1]).all():  # Hyperscan's order is by position already, ties aside
+            order = np.lexsort((needle_of, hit_at))  # by position, then needle: the order of a tuple sort
+            hit_at, needle_of = hit_at[order], needle_of[order]
         newline_at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, offset=start) == 10)
         line_of = np.searchsorted(newline_at, hit_at)  # newlines before the hit: a needle holds none
         # Line i runs from after newline i-1 to newline i; the ends stand for the block's edges.
@@ -89,6 +90,8 @@ class Prefilter:
         line_starts = (edges[line_of] + 1).tolist()
         line_ends = edges[line_of + 1].tolist()
         needles, singles = self.needles, self._single_needles
+        if not (line_of[1:] == line_of[:-1]).any():  # one needle a line, the common case: built in C
+            return list(zip(line_starts, line_ends, [singles[i] for i in needle_of.tolist()], line_of.tolist()))
         spans: list[Span] = []
         last_line = -1
         for line, line_start, line_end, index in zip(line_of.tolist(), line_starts, line_ends, needle_of.tolist()):
