@@ -175,3 +175,25 @@ def test_a_kv_transfer_line_needing_a_missed_stats_line_is_rescanned(tmp_path, s
     assert {e.engine for e in sequential if e.kind == "kv_transfer"} == {0, 1, 2, 3}
     assert _pieces(log, piece_bytes=60_000) == sequential
     assert rescans  # some pieces began between a stats line and its KV-transfer line
+
+
+@pytest.mark.parametrize("slot_bytes", [None, 64])
+def test_json_lines_come_back_through_shared_slots_or_the_pipe_when_too_big(tmp_path, monkeypatch, small_warmup,
+                                                                            slot_bytes):
+    from pdwatch.commands.parse import _jsonl_bytes, _render_jsonl
+    log = tmp_path / "run.log"
+    _write_run(log, 4_000, traceback_at=1_500, traceback_frames=3)
+    expected = b"".join(map(_jsonl_bytes, _sequential(log)))
+    real_init, reads = parallel_scan.OutputSlots.__init__, []
+    if slot_bytes is not None:  # too small for any piece's output: every piece falls back to the pipe
+        monkeypatch.setattr(parallel_scan.OutputSlots, "__init__",
+                            lambda self, count, size: real_init(self, count, slot_bytes))
+    real_read = parallel_scan.OutputSlots.read
+    monkeypatch.setattr(parallel_scan.OutputSlots, "read",
+                        lambda self, slot, length: reads.append(length) or real_read(self, slot, length))
+    chunks = list(parallel_scan.scan_file(str(log), year=2026, tz=None, render=_render_jsonl, workers=2,
+                                          piece_bytes=30_000, json_lines=True))
+    assert b"".join(chunks) == expected
+    with log.open("rb") as fh:
+        pieces = len(parallel_scan._piece_bounds(fh.fileno(), log.stat().st_size, 30_000))
+    assert len(reads) == (0 if slot_bytes else pieces) and pieces > 5
