@@ -382,6 +382,16 @@ SPEC_DECODE_JSON_LANE = _json_lane("spec_decode", _SPEC_DECODE_BODY_JSON, _spec_
 KV_TRANSFER_JSON_LANE = _json_lane("kv_transfer", _NIXL_BODY_JSON, _nixl_json, KV_TRANSFER_LANE)
 WORKER_SELECTED_JSON_LANE = _json_lane("worker_selected", _SELECTED_BODY_JSON, _selected_json, WORKER_SELECTED_LANE)
 
+# ``REQUEST_COMPLETED`` in the shape Dynamo's frontend prints it, ``status`` then ``latency_ms``
+# (whole milliseconds, read as a float: orjson writes ``43168.0`` for ``43168`` below 1e15).
+# Groups: timestamp, gap, level, gap, span, target, status, latency.
+REQUEST_COMPLETED_JSON = re.compile(
+    REQUEST_COMPLETED.pattern[:REQUEST_COMPLETED.pattern.index(b" request completed") + len(b" request completed")]
+    + b" " + _ITALIC_KEY + b"status" + _DIM_EQUALS + rb"(\d{1,18}) " + _ITALIC_KEY + b"latency_ms" + _DIM_EQUALS
+    + rb"(0|[1-9]\d{0,14})"
+)
+
+
 # ``UVICORN_ACCESS`` with a path that needs no JSON escape (no ``"`` or ``\``) and a status
 # without a leading zero. Groups: proc, pid, level, client, port, method, path, status.
 UVICORN_ACCESS_JSON = re.compile(

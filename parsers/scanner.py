@@ -24,7 +24,7 @@ from .envelope import Envelope, engine_from_proc, normalise_level, split_envelop
 from .events import Event
 from .families import FAMILIES, LOGO_MODEL_KIND, STATS_ENGINE_KEY, Family
 from .fastlane import (COLOURED_FIELD, DYNAMO_HEADER_GROUPS, DYNAMO_TARGET_CLOSE, KV_TRANSFER_JSON_LANE, KV_TRANSFER_LANE,
-                       REQUEST_COMPLETED, SPEC_DECODE_JSON_LANE, SPEC_DECODE_LANE, STATS_JSON_LANE, STATS_LANE,
+                       REQUEST_COMPLETED, REQUEST_COMPLETED_JSON, SPEC_DECODE_JSON_LANE, SPEC_DECODE_LANE, STATS_JSON_LANE, STATS_LANE,
                        UVICORN_ACCESS, UVICORN_ACCESS_JSON, VLLM_HEADER_GROUPS, WORKER_SELECTED_JSON_LANE,
                        WORKER_SELECTED_LANE, JsonLane, MessageLane, match_stats, request_completed_values, stats_values)
 from .prefilter import Prefilter
@@ -405,6 +405,19 @@ class LogScanner:
                       method, path, status))
         return True
 
+    def _request_completed_json_lane(self, raw: bytes, line_no: int, out: list, _: None) -> bool:
+        m = REQUEST_COMPLETED_JSON.fullmatch(raw)
+        if m is None:
+            return self._request_completed_lane(raw, line_no, out, None)
+        iso, _gap, level, _gap2, _span, _target, status, latency = m.groups()
+        if self._pending_logo is not None:
+            self._flush_logo(out)
+        out.append(b'%s%d,"ts":%s,"engine":null,"level":%s,"status":"%s","latency_ms":%s.0,"ttft_ms":null,'
+                   b'"fields":{"status":"%s","latency_ms":"%s"}}\n'
+                   % (self._json_heads["request_completed"], line_no, self.times.utc_iso_json(iso), _level_json(level),
+                      status, latency, status, latency))
+        return True
+
     def _vllm_time(self, month_day: bytes, hms: bytes, frac: bytes | None) -> datetime | None:
         clock = hms.decode() + "." + frac.decode() if frac else hms.decode()
         return self.times.vllm(month_day.decode(), clock)
@@ -522,5 +535,6 @@ _JSON_LINE_LANES: dict[tuple[bytes, ...], tuple] = {
     (b"Selected worker: ",): (LogScanner._message_json_lane, WORKER_SELECTED_JSON_LANE),
     (b"HTTP/1.",): (LogScanner._http_access_json_lane, None),
     (b"HTTP/2",): (LogScanner._http_access_json_lane, None),
+    (b"request completed",): (LogScanner._request_completed_json_lane, None),
 }
-_JSON_KINDS = ("stats", "spec_decode", "kv_transfer", "worker_selected", "http_access")
+_JSON_KINDS = ("stats", "spec_decode", "kv_transfer", "worker_selected", "http_access", "request_completed")

@@ -122,6 +122,23 @@ def test_http_access_lines(prefix, level, gap, client, method, path, version, st
     _direct(f'{prefix}{level}:{gap}{client}:45034 - "{method} {path} {version}" {status}{tail}\n')
 
 
+_latency = st.one_of(st.sampled_from(["0", "00", "0043", "43168", "999999999999999", "1000000000000000", "35.5", "nan",
+                                      "1e5", "-1", '"12"']), st.integers(0, 10**17).map(str))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(["\x1b[34mDEBUG", "\x1b[32m INFO", "\x1b[33m WARN", "\x1b[1;31mERROR"]),
+       st.sampled_from(["", "\x1b[1mhttp-request\x1b[0m\x1b[2m:\x1b[0m"]),
+       st.sampled_from(["200", "500", "0", "2000000", "abc", '"200"']), _latency,
+       st.sampled_from(["", " \x1b[3mttft_ms\x1b[0m\x1b[2m=\x1b[0m12", "\r", " ", " tail"]),
+       st.booleans(), st.sampled_from(["11.356277", "11", "11.000000"]))
+def test_request_completed_lines(level, span, status, latency, tail, swapped, stamp):
+    fields = [("status", status), ("latency_ms", latency)]
+    rendered = "".join(f" \x1b[3m{key}\x1b[0m\x1b[2m=\x1b[0m{value}" for key, value in fields[::-1 if swapped else 1])
+    _direct(f"\x1b[2m2026-03-31T18:01:{stamp}Z\x1b[0m {level}\x1b[0m {span}"
+            f"\x1b[2mdynamo_llm::http::service::service_v2\x1b[0m\x1b[2m:\x1b[0m request completed{rendered}{tail}\n")
+
+
 @pytest.mark.parametrize("source", ["t.log", 'we"ird\\%s.log', "ü/é.log", "bad\udcff.log"])
 def test_source_names_are_written_as_orjson_writes_them(source):
     line = _stats("INFO 03-31 18:01:11 [loggers.py:1] ", "", ["1.0", "2.5", "3", "4", "5.5", "0.0"])
@@ -158,7 +175,7 @@ def test_every_direct_lane_is_taken_on_the_benchmark_log(tmp_path):
     mixed = _lines(data, True)
     assert _render_jsonl(mixed) == b"".join(map(_jsonl_bytes, events))
     direct_kinds = {line.split(b'"', 4)[3].decode() for line in mixed if isinstance(line, bytes)}
-    assert {"stats", "spec_decode", "kv_transfer", "worker_selected", "http_access"} <= direct_kinds
+    assert {"stats", "spec_decode", "kv_transfer", "worker_selected", "http_access", "request_completed"} <= direct_kinds
     assert sum(isinstance(item, bytes) for item in mixed) > 0.9 * len(mixed)
 
 
@@ -168,5 +185,8 @@ def test_canonical_numbers_are_copied():
     # v0.12+ lines under pressure (Preemptions) and v0.20's Deferred stay on the direct lane.
     assert _direct(_stats("INFO 03-31 18:01:11 [loggers.py:1] ", "Engine 007: ", ["0.0", "1.5", "7", "3", "99.9", "0.0"],
                           middle="Deferred: 8 reqs, Preemptions: 3, ")) == 1
+    assert _direct("\x1b[2m2026-04-02T02:44:13.701071Z\x1b[0m \x1b[34mDEBUG\x1b[0m \x1b[1mhttp-request\x1b[0m\x1b[2m:\x1b[0m"
+                   "\x1b[2mdynamo_llm::http::service::service_v2\x1b[0m\x1b[2m:\x1b[0m request completed "
+                   "\x1b[3mstatus\x1b[0m\x1b[2m=\x1b[0m200 \x1b[3mlatency_ms\x1b[0m\x1b[2m=\x1b[0m43168\n") == 1
     assert _direct("INFO 03-31 18:01:11 [m.py:1] Selected worker: worker_type=decode, worker_id=12, dp_rank=007, "
                    "logit: -0.50, cached blocks: 0012\n") == 1
