@@ -82,6 +82,10 @@ def _level_json(printed: bytes) -> bytes:
     return orjson.dumps(_level_of(printed))
 
 
+# The levels ``VLLM_HEADER`` matches, as JSON values.
+_VLLM_LEVEL_JSON = {level: b'"%s"' % level for level in (b"INFO", b"DEBUG", b"WARNING")}
+
+
 def _engine_json(engine: int | None) -> bytes:
     return b"null" if engine is None else b"%d" % engine
 
@@ -382,7 +386,7 @@ class LogScanner:
                 return self._message_lane(raw, line_no, out, lane.events)
             groups = line.groups()
             ts = self.times.vllm_json(groups[3], groups[4], groups[5])
-            level, proc_engine = b'"%s"' % groups[2], _engine_of_proc(groups[0])
+            level, proc_engine = _VLLM_LEVEL_JSON[groups[2]], _engine_of_proc(groups[0])
             body = groups[VLLM_HEADER_GROUPS:]
         kind = lane.kind
         named = int(body[0]) if kind == "stats" and body[0] is not None else None
@@ -390,7 +394,8 @@ class LogScanner:
         if self._pending_logo is not None:
             self._flush_logo(out)
         out.append(b'%s%d,"ts":%s,"engine":%s,"level":%s,%s}\n'
-                   % (self._json_heads[kind], line_no, ts, _engine_json(engine), level, lane.values(body)))
+                   % (self._json_heads[kind], line_no, ts, b"null" if engine is None else b"%d" % engine, level,
+                      lane.values(body)))
         return True
 
     def _http_access_json_lane(self, raw: bytes, line_no: int, out: list, _: None) -> bool:
