@@ -3,7 +3,7 @@
 A scanner carries a little state from line to line (the year of vLLM's year-less stamps,
 the engine of the last stats line, open tracebacks, a version line waiting for its model
 line). A piece cannot know that state before the pieces ahead of it are done, so it
-guesses: it first reads the half-megabyte just before its start (a warm-up whose events
+guesses: it first reads the quarter-megabyte just before its start (a warm-up whose events
 belong to the previous piece and are dropped) and records the state it reached. The
 parent then checks each guess against the state the previous piece really ended in;
 a wrong guess (a new year, a traceback longer than the warm-up, a stats-less stretch)
@@ -28,7 +28,7 @@ from parsers.timeinfo import year_hint_from_bytes
 
 MIN_PARALLEL_BYTES = 32 << 20  # below this, starting workers costs more than it saves
 _PIECE_BYTES = 16 << 20
-_WARMUP_BYTES = 512 << 10
+_WARMUP_BYTES = 256 << 10
 _FIRST_BLOCK_BYTES = 1 << 20  # the file tail's read size: the year hint looks at the same first block
 _FEED_BYTES = 4 << 20
 MAX_LINE_BYTES = 1 << 20  # the sources' line cap: a longer line is cut there, which only they do
