@@ -64,6 +64,7 @@ class _PieceResult:
     entry_stats_used: bool = True
     stats_set: bool = True
     in_slot: int | None = None  # bytes of output left in the piece's output slot, in place of ``output``
+    wrapped: bool = False  # the scanner found terminal-wrapped lines (only the first piece looks)
 
 
 def worker_count() -> int:
@@ -93,8 +94,10 @@ def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
     Raises ``NotSplittable`` (before yielding anything) when the file must be read sequentially.
     """
     workers = workers or worker_count()
+    # The first piece's worker judges the wrap (the probe would cost its time here, before any
+    # worker starts): a wrapped file raises at the first result, still before any output.
     scan = FileScan(path, year=year, tz=tz, render=render, workers=workers, piece_bytes=piece_bytes,
-                    finish_apart=finish_apart, json_lines=json_lines)
+                    finish_apart=finish_apart, json_lines=json_lines, probe=False)
     context = multiprocessing.get_context("fork")  # workers inherit the loaded parsers: no re-import
     try:  # made before the workers fork, so they share it
         slots: OutputSlots | None = OutputSlots(2 * workers, 2 * piece_bytes)
@@ -163,7 +166,7 @@ class FileScan:
 
     def __init__(self, path: str, *, year: int | None, tz: tzinfo | None, render: Render,
                  workers: int | None = None, piece_bytes: int = _PIECE_BYTES, finish_apart: bool = False,
-                 skip_kinds: frozenset[str] = frozenset(), json_lines: bool = False) -> None:
+                 skip_kinds: frozenset[str] = frozenset(), json_lines: bool = False, probe: bool = True) -> None:
         self.path, self.year, self.tz, self.render = path, year, tz, render
         self.json_lines = json_lines
         self.skip_kinds = frozenset(skip_kinds)
@@ -171,7 +174,8 @@ class FileScan:
         self.finish_apart = finish_apart
         self.mtime = os.stat(path).st_mtime
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            _check_splittable(path, data, year, tz, self.mtime)
+            if probe:
+                _check_splittable(path, data, year, tz, self.mtime)
             self._bounds = _piece_bounds(fh.fileno(), len(data), piece_bytes)
             self.hint = year_hint_from_bytes(data[: _first_block_end(data)])
         self._pool: ProcessPoolExecutor | None = None
@@ -236,6 +240,11 @@ class FileScan:
             finally:
                 if self._slots is not None:
                     self._slots.give_back(slot)
+            if result.wrapped:
+                for _, pending, _ in self._in_flight:
+                    pending.cancel()
+                self._in_flight.clear()
+                raise NotSplittable(f"{self.path}: terminal-wrapped lines are rejoined sequentially")
             true_state = _state_after(result, true_state)
             nxt = next(self._queue, None)
             if nxt is not None:
@@ -384,7 +393,7 @@ def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, 
     elif piece.last:
         outputs.append(render(scanner.finish()))
     return _PieceResult(outputs, state_before, scanner.boundary_state(), scanner.parse_errors, finish_output,
-                        scanner.entry_stats_used, scanner.stats_set_since_entry)
+                        scanner.entry_stats_used, scanner.stats_set_since_entry, wrapped=scanner.wrapped)
 
 
 def _warmup_start(data: mmap.mmap, start: int) -> int:

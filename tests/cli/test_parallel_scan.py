@@ -117,7 +117,7 @@ def test_line_over_the_cap_is_left_to_the_sequential_reader(tmp_path, monkeypatc
         _pieces(log, piece_bytes=50_000)
 
 
-def test_terminal_wrapped_file_is_not_split(tmp_path):
+def test_terminal_wrapped_file_is_not_split(tmp_path, monkeypatch):
     log = tmp_path / "pasted.log"
     line = _STATS.format(md="11-29", hms="10:00:00", e=0).rstrip("\n")
     with log.open("w") as out:
@@ -125,6 +125,21 @@ def test_terminal_wrapped_file_is_not_split(tmp_path):
             out.write("\n".join(line[i:i + 80] for i in range(0, len(line), 80)) + "\n")
     with pytest.raises(parallel_scan.NotSplittable):
         _pieces(log, piece_bytes=10_000)
+    # ``parse`` (whose first piece judges the wrap, not a probe beforehand) then reads it whole.
+    sequential = _parse_output(["parse", "--year", "2026", str(log)])
+    assert sequential.count('"kind":"stats"') == 400
+    monkeypatch.setattr(parallel_scan, "worker_count", lambda: 2)
+    monkeypatch.setattr(parallel_scan, "MIN_PARALLEL_BYTES", 10_000)
+    monkeypatch.setattr(parallel_scan, "_PIECE_BYTES", 10_000)
+    assert parallel_scan.should_split(str(log))
+    assert _parse_output(["parse", "--year", "2026", str(log)]) == sequential
+
+
+def _parse_output(argv: list[str]) -> str:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(argv) == 0
+    return out.getvalue()
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "table"])
