@@ -82,6 +82,17 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
     assert result.returncode == 2 and b"'role' must be one of" in result.stderr
     result = pdwatch("report", str(tmp_path / "missing.log"))
     assert result.returncode == 2 and b"missing.log: no such file" in result.stderr
+    assert result.stdout == b"" and len(result.stderr.splitlines()) == 1  # no empty report around the error
+    out = tmp_path / "report.md"
+    result = pdwatch("report", str(tmp_path / "missing.log"), "-o", str(out))
+    assert result.returncode == 2 and not out.exists()
+    # One input readable: the report is written, with the other's notice in it, and the status says so.
+    good = tmp_path / "good.log"
+    good.write_text("(APIServer pid=9) INFO 11-29 09:01:38 [loggers.py:335] Engine 000: Avg prompt throughput: 5.0 "
+                    "tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV "
+                    "cache usage: 25.0%, Prefix cache hit rate: 0.0%\n")
+    result = pdwatch("report", str(good), str(tmp_path / "missing.log"), "--year", "2026")
+    assert result.returncode == 2 and b"# pdwatch report" in result.stdout and b"missing.log: no such file" in result.stdout
 
 
 def test_topology_file_and_role_flags(tmp_path):
