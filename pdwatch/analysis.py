@@ -27,7 +27,7 @@ from pdwatch.deployment import DeploymentModel, EndpointSpec
 from pdwatch.errors import require_inputs
 from pdwatch.event_stream import EventStream
 from pdwatch.metrics.recorded import read_recorded
-from pdwatch.sources import FileTail, SourceNotice, SourceSet, is_ssh, is_url
+from pdwatch.sources import READ_FAILURES, FileTail, SourceNotice, SourceSet, is_ssh, is_url
 from pdwatch.store import UNSTORED_KINDS, Partial, Store, fold_events
 from pdwatch.throughput import Headline, headline
 from rules import Finding, Rule, RuleEngine, load_rules
@@ -50,7 +50,7 @@ class Analysis:
 
     @property
     def failed_sources(self) -> list[SourceNotice]:
-        return [n for n in self.notices if n.kind in {"missing", "error", "not_a_file"}]
+        return [n for n in self.notices if n.kind in READ_FAILURES]
 
 
 def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths: list[str] | None = None,

@@ -40,7 +40,7 @@ from parsers import Event
 from pdwatch.deployment import DeploymentModel, EndpointSpec
 from pdwatch.event_stream import EventStream
 from pdwatch.report.data import evidence_entry
-from pdwatch.sources import LineBlock, SourceNotice, SourceSet, is_url
+from pdwatch.sources import READ_FAILURES, LineBlock, SourceNotice, SourceSet, is_url
 from pdwatch.store import Store
 from pdwatch.throughput import COUNTED
 from rules import Finding, Rule, RuleEngine, load_rules
@@ -321,6 +321,7 @@ class LiveSession:
         self._lock = threading.Lock()
         self._incoming: list[Event] = []
         self._incoming_notices: list[SourceNotice] = []
+        self.read_failures = 0  # notices of inputs that could not be read (a replay then exits 2)
         self._source_done = False
         self._items: Iterator | None = None
         # clock
@@ -396,6 +397,8 @@ class LiveSession:
     def _take(self, item: LineBlock | SourceNotice, events: list[Event], notices: list[SourceNotice]) -> None:
         if isinstance(item, SourceNotice):
             notices.append(item)
+            if item.kind in READ_FAILURES:
+                self.read_failures += 1
         else:
             events.extend(self.stream.events_of(item))
 

@@ -15,9 +15,8 @@ from pdwatch.capacity.render import render_text, to_json
 from pdwatch.commands.common import add_time_arguments, check_year, time_zone
 from pdwatch.errors import UsageError
 from pdwatch.event_stream import EventStream
-from pdwatch.sources import SourceNotice, SourceSet
+from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
 
-_ERROR_NOTICES = {"missing", "error", "not_a_file"}
 # A file with none of these is not a vLLM server's log (a proxy, a client): it gets no section.
 _STARTUP_FACTS = {"version", "kv_capacity_tokens", "max_concurrency", "max_model_len", "kv_memory_gib", "hybrid",
                   "tensor_parallel_size", "weights_gib"}
@@ -87,7 +86,7 @@ def _read_logs(args: argparse.Namespace) -> dict:
     try:
         for item in EventStream(sources, year=args.year, tz=time_zone(args)):
             if isinstance(item, SourceNotice):
-                if item.kind in _ERROR_NOTICES:
+                if item.kind in READ_FAILURES:
                     failed.append(item.message)
                 continue
             events.append(item)

@@ -17,9 +17,8 @@ from pdwatch import parallel_scan
 from pdwatch.commands.common import add_scrape_interval_argument, add_time_arguments, check_year, time_zone
 from pdwatch.errors import require_inputs
 from pdwatch.event_stream import EventStream
-from pdwatch.sources import SourceNotice, SourceSet
+from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
 
-_ERROR_NOTICES = {"missing", "error", "not_a_file"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -117,7 +116,7 @@ def _report_notice(notice: SourceNotice, *, follow: bool) -> bool:
     if notice.kind == "opened" and not follow:
         return False
     print(f"pdwatch: {notice.message}", file=sys.stderr, flush=True)
-    return notice.kind in _ERROR_NOTICES and not follow
+    return notice.kind in READ_FAILURES and not follow
 
 
 def _jsonl_line(event: Event) -> str:

@@ -21,7 +21,7 @@ from pdwatch.commands.common import add_deployment_arguments, add_rules_argument
     add_time_arguments, check_year, deployment_specs, load_rule_set, time_zone
 from pdwatch.errors import UsageError, require_inputs
 from pdwatch.live import LiveSession, Snapshot, parse_speed, parse_start
-from pdwatch.sources import SourceSet
+from pdwatch.sources import SourceSet, is_ssh, is_url
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -102,7 +102,16 @@ def build_session(args: argparse.Namespace) -> LiveSession:
     session = LiveSession(args.paths, mode=args.mode, specs=specs, rules=rules, year=args.year, tz=tz, **kwargs)
     if args.mode == "replay":
         require_inputs(session.sources, args.paths)
+        _require_one_existing(session.sources)
     return session
+
+
+def _require_one_existing(sources: SourceSet) -> None:
+    """A replay whose every input is missing would open an empty dashboard: say so instead."""
+    if sources.metrics_files or not sources.sources:
+        return
+    if all(not is_url(p) and not is_ssh(p) and p != "-" and not os.path.exists(p) for p in sources.sources):
+        raise UsageError(f"{sources.sources[0]}: no such file")
 
 
 def run_watch(args: argparse.Namespace) -> int:
@@ -126,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace, session: LiveSession) -> int:
     if args.headless or args.jsonl or not sys.stdout.isatty():
         try:
-            return run_headless(session, sys.stdout, refresh=args.refresh, jsonl=args.jsonl)
+            return run_headless(session, sys.stdout, refresh=args.refresh, jsonl=args.jsonl, err=sys.stderr)
         finally:
             session.close()
     from pdwatch.tui.app import PdwatchApp  # Textual is imported only for the dashboard
@@ -191,8 +200,8 @@ def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jso
             last_tick, fresh = now, False
             snapshot = session.tick()
             print_changes(snapshot, out, jsonl, err)
-            if snapshot.done:
-                return 0
+            if snapshot.done:  # a replay's end: 2 when an input could not be read, as parse and report
+                return 2 if session.read_failures else 0
             if replay_max and not snapshot.loading:
                 continue
             if not live:

@@ -3,7 +3,7 @@
 from .discovery import classify_txt, expand_candidates, expand_paths
 from .file_tail import FileTail
 from .framing import LineFramer
-from .records import NOTICE_KINDS, LineBlock, ScrapeBlock, SourceNotice
+from .records import NOTICE_KINDS, READ_FAILURES, LineBlock, ScrapeBlock, SourceNotice
 from .scrape_source import ScrapeSource, is_url
 from .source_set import SourceSet
 from .ssh_source import SshOptions, SshSource
@@ -12,6 +12,7 @@ from .stdin_source import StdinSource
 
 __all__ = [
     "NOTICE_KINDS",
+    "READ_FAILURES",
     "FileTail",
     "LineBlock",
     "LineFramer",

@@ -23,6 +23,10 @@ NOTICE_KINDS = frozenset(
 )
 
 
+# Notices that say a finished run's input could not be read (its command then exits 2).
+READ_FAILURES = frozenset({"missing", "error", "not_a_file"})
+
+
 @dataclass(frozen=True, slots=True)
 class LineBlock:
     source: str  # path as given / as the glob expanded it, or "-" for stdin

@@ -106,6 +106,19 @@ def test_replay_bad_speed_is_usage_error(capsys):
     assert "--speed" in capsys.readouterr().err
 
 
+def test_replay_of_an_unreadable_input_exits_2(tmp_path, capsys):
+    missing = str(tmp_path / "gone.log")
+    # Nothing to read at all: one line, before any dashboard or output.
+    assert main(["replay", missing, "--headless"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.strip() == f"pdwatch: error: {missing}: no such file"
+    # One of two inputs missing: the replay runs on the other, says so, and its status shows it.
+    assert main(["replay", missing, str(PREFILL_BOUND), "--speed", "max", "--headless"]) == 2
+    captured = capsys.readouterr()
+    assert sum("FIRING" in line for line in captured.out.splitlines()) == 4
+    assert f"pdwatch: {missing}: no such file" in captured.err
+
+
 def _timestamped_lines(folder: Path) -> list[tuple[str, str, str]]:
     """(ts, file name, line) of every line of a sample, lines without a time after the previous one."""
     out = []
