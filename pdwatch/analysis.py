@@ -24,7 +24,7 @@ from parsers import Event
 from pdwatch import capacity_view, parallel_scan
 from pdwatch.capacity import ModelSpec
 from pdwatch.deployment import DeploymentModel, EndpointSpec
-from pdwatch.errors import require_inputs
+from pdwatch.errors import require_inputs, require_one_existing
 from pdwatch.event_stream import EventStream
 from pdwatch.metrics.recorded import read_recorded
 from pdwatch.sources import READ_FAILURES, FileTail, SourceNotice, SourceSet, is_ssh, is_url
@@ -59,6 +59,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     rules = rules if rules is not None else load_rules(rule_paths)
     sources = SourceSet(paths, follow=False)
     require_inputs(sources, paths)
+    require_one_existing(sources)
     store = Store(DeploymentModel(specs))
     files = _parallel_files(paths, sources)
     if files is None:

@@ -1,5 +1,7 @@
 """Errors that end a command with a one-line message and exit status 2."""
 
+import os
+
 
 class UsageError(Exception):
     """Bad arguments or unusable input: reported as ``pdwatch: error: <message>``."""
@@ -16,3 +18,13 @@ def require_inputs(sources, paths: list[str]) -> None:
             path, reason = next(iter(unlistable.items()))
             raise UsageError(f"{path}: cannot list the folder ({reason})")
         raise UsageError(f"no log files in {', '.join(paths)} (a directory is read for *.out *.log *.err *.txt)")
+
+
+def require_one_existing(sources) -> None:
+    """A finished run whose every input is a missing file has nothing to show: one line, not
+    an empty report or dashboard around it. (URLs, ssh and stdin are not files to check.)"""
+    from pdwatch.sources import is_ssh, is_url  # here: the CLI loads this module before any source
+    if sources.metrics_files or not sources.sources:
+        return
+    if all(not is_url(p) and not is_ssh(p) and p != "-" and not os.path.exists(p) for p in sources.sources):
+        raise UsageError(f"{sources.sources[0]}: no such file")

@@ -45,9 +45,6 @@ def run(args: argparse.Namespace) -> int:
     for notice in analysis.notices:
         if notice.kind not in ("opened", "metrics_file"):  # recorded scrapes are read by the report
             print(f"pdwatch: {notice.message}", file=sys.stderr)
-    if analysis.failed_sources and not analysis.metrics_files and not any(
-            n.kind == "opened" for n in analysis.notices):
-        return 2  # not one input could be read: the errors above say why, an empty report would not
     report = data.build(analysis)
     text = render(report, args.format)
     if args.output:

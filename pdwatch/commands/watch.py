@@ -19,9 +19,9 @@ from typing import Callable, TextIO
 
 from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_scrape_interval_argument, \
     add_time_arguments, check_year, deployment_specs, load_rule_set, time_zone
-from pdwatch.errors import UsageError, require_inputs
+from pdwatch.errors import UsageError, require_inputs, require_one_existing
 from pdwatch.live import LiveSession, Snapshot, parse_speed, parse_start
-from pdwatch.sources import SourceSet, is_ssh, is_url
+from pdwatch.sources import SourceSet
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -102,16 +102,8 @@ def build_session(args: argparse.Namespace) -> LiveSession:
     session = LiveSession(args.paths, mode=args.mode, specs=specs, rules=rules, year=args.year, tz=tz, **kwargs)
     if args.mode == "replay":
         require_inputs(session.sources, args.paths)
-        _require_one_existing(session.sources)
+        require_one_existing(session.sources)
     return session
-
-
-def _require_one_existing(sources: SourceSet) -> None:
-    """A replay whose every input is missing would open an empty dashboard: say so instead."""
-    if sources.metrics_files or not sources.sources:
-        return
-    if all(not is_url(p) and not is_ssh(p) and p != "-" and not os.path.exists(p) for p in sources.sources):
-        raise UsageError(f"{sources.sources[0]}: no such file")
 
 
 def run_watch(args: argparse.Namespace) -> int:
