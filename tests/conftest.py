@@ -36,3 +36,25 @@ def scan(data: bytes, source: str = "test.log", year: int = 2026, block: int | N
 def require_shared() -> None:
     if not SHARED.is_dir():
         pytest.fail(f"{SHARED} is missing: tests read the real logs from ../shared")
+
+
+# Line headers for the lane tests (tests/parsers/test_fastlane.py, test_json_lines.py): each
+# odd form is one a lane must match exactly as the general path does, or leave to it.
+def header_strategies():
+    """(vLLM headers, Dynamo coloured headers) as hypothesis strategies."""
+    from hypothesis import strategies as st
+
+    vllm = st.sampled_from(["(APIServer pid=2871) INFO 03-31 18:01:11 [metrics.py:103] ",
+                            "(EngineCore_DP2 pid=3) INFO 03-31 18:01:11.250 [loggers.py:1] ",
+                            "(EngineCore_DP2 pid=3) INFO 03-31 18:01:11.000000 [loggers.py:1] ",
+                            "INFO 03-31 18:01:11 [metrics.py:103] ", "WARNING 12-31 23:59:59 [m.py:9] ",
+                            "INFO 01-01 00:00:01 [m.py:9] ", "(APIServer pid=1) ERROR 03-31 18:01:11 [m.py:9] ",
+                            "DEBUG 02-30 25:00:00 [x.py:1] "])
+    dynamo = st.builds(
+        lambda stamp, colour, level, gap, target: (f"\x1b[2m2026-03-31T18:01:{stamp}Z\x1b[0m {colour}{level}\x1b[0m"
+                                                   f"{gap} \x1b[2m{target}\x1b[0m\x1b[2m:\x1b[0m "),
+        st.sampled_from(["11.356277", "11", "11.3", "59.123456789", "61.0", "11.000000", "11.000001", "61.500000"]),
+        st.sampled_from(["\x1b[32m", "\x1b[34m", "\x1b[1;31m", "\x1b[2m"]),
+        st.sampled_from([" INFO", "DEBUG", " WARN", "ERROR", "TRACE", "INFO"]),
+        st.sampled_from(["", " "]), st.sampled_from(["metrics.log", "dynamo_kv_router::scheduling::selector", "a:"]))
+    return vllm, dynamo

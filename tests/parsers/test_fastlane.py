@@ -16,7 +16,7 @@ import parsers.fastlane as fastlane
 import parsers.scanner as scanner
 from parsers.cleaning import clean_raw
 from parsers.envelope import split_envelope, split_raw
-from tests.conftest import CPU_LOGS, REPO, scan, require_shared
+from tests.conftest import CPU_LOGS, REPO, header_strategies, require_shared, scan
 
 
 def _general_split(raw: bytes):
@@ -159,17 +159,7 @@ def test_nixl_lane_spells_the_keys_as_the_general_path():
     assert fastlane.NIXL_KEYS == tuple(families._snake(label) for label, _ in fastlane._NIXL_FIELDS)
 
 
-_vllm_header = st.sampled_from(["(APIServer pid=2871) INFO 03-31 18:01:11 [metrics.py:103] ",
-                                "(EngineCore_DP2 pid=3) INFO 03-31 18:01:11.250 [loggers.py:1] ",
-                                "INFO 03-31 18:01:11 [metrics.py:103] ", "WARNING 12-31 23:59:59 [m.py:9] ",
-                                "(APIServer pid=1) ERROR 03-31 18:01:11 [m.py:9] ", "DEBUG 02-30 25:00:00 [x.py:1] "])
-_dynamo_header = st.builds(
-    lambda stamp, colour, level, gap, target: (f"\x1b[2m2026-03-31T18:01:{stamp}Z\x1b[0m {colour}{level}\x1b[0m{gap} "
-                                               f"\x1b[2m{target}\x1b[0m\x1b[2m:\x1b[0m "),
-    st.sampled_from(["11.356277", "11", "11.3", "59.123456789", "61.0"]),
-    st.sampled_from(["\x1b[32m", "\x1b[34m", "\x1b[1;31m", "\x1b[2m"]),
-    st.sampled_from([" INFO", "DEBUG", " WARN", "ERROR", "TRACE", "INFO"]),
-    st.sampled_from(["", " "]), st.sampled_from(["metrics.log", "dynamo_kv_router::scheduling::selector", "a:"]))
+_vllm_header, _dynamo_header = header_strategies()
 _header = st.one_of(_vllm_header, _dynamo_header)
 _metric = st.one_of(_number, st.sampled_from(["0.0", "00.5", "12345678901234567890", "1234567890123456789.5",
                                               "-1", "1e-05", "5.", ".5", "0"]))

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 import parsers.fastlane as fastlane
 from parsers import LogScanner
 from pdwatch.commands.parse import _jsonl_bytes, _render_jsonl
-from tests.conftest import REPO
+from tests.conftest import REPO, header_strategies
 
 
 def _lines(data: bytes, json_lines: bool, tz=None, source: str = "t.log", year: int | None = 2026) -> list:
@@ -40,18 +40,7 @@ _odd = st.sampled_from(["0", "00", "007", "0.0", "0.00", "00.5", "1.50", "8.010"
 _printed_float = st.builds(lambda x, digits: f"{x:.{digits}f}", st.floats(0, 1e17, allow_nan=False), st.integers(0, 6))
 _number = st.one_of(_odd, _printed_float, st.integers(0, 10**20).map(str))
 
-_vllm_header = st.sampled_from(["(APIServer pid=2871) INFO 03-31 18:01:11 [metrics.py:103] ",
-                                "(EngineCore_DP2 pid=3) INFO 03-31 18:01:11.250 [loggers.py:1] ",
-                                "(EngineCore_DP2 pid=3) INFO 03-31 18:01:11.000000 [loggers.py:1] ",
-                                "INFO 03-31 18:01:11 [metrics.py:103] ", "WARNING 12-31 23:59:59 [m.py:9] ",
-                                "INFO 01-01 00:00:01 [m.py:9] ", "DEBUG 02-30 25:00:00 [x.py:1] "])
-_dynamo_header = st.builds(
-    lambda stamp, colour, level, gap, target: (f"\x1b[2m2026-03-31T18:01:{stamp}Z\x1b[0m {colour}{level}\x1b[0m{gap} "
-                                               f"\x1b[2m{target}\x1b[0m\x1b[2m:\x1b[0m "),
-    st.sampled_from(["11.356277", "11", "11.3", "59.123456789", "61.0", "11.000000", "11.000001", "61.500000"]),
-    st.sampled_from(["\x1b[32m", "\x1b[34m", "\x1b[1;31m"]),
-    st.sampled_from([" INFO", "DEBUG", " WARN", "ERROR", "TRACE", "INFO"]),
-    st.sampled_from(["", " "]), st.sampled_from(["metrics.log", "dynamo_kv_router::scheduling::selector"]))
+_vllm_header, _dynamo_header = header_strategies()
 _header = st.one_of(_vllm_header, _dynamo_header)
 _zone = st.sampled_from([None, timezone.utc, ZoneInfo("Asia/Kolkata"), ZoneInfo("Europe/Berlin")])
 _engine = st.sampled_from(["", "Engine 000: ", "Engine 17: ", "Engine 007: "])
