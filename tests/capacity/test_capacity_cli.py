@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from tests.capacity.test_capacity_article import ARTICLE_CONFIG
-from tests.conftest import CPU_LOGS, require_shared
+from tests.conftest import CPU_LOGS
 
 
 def pdwatch(*args: str) -> subprocess.CompletedProcess:
@@ -68,7 +68,6 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
 
 
 def test_against_the_real_hybrid_log():
-    require_shared()
     config = str(CPU_LOGS / "model-qwen3next-hd128" / "config.json")
     log = str(CPU_LOGS / "s9b_qwen3next_hybrid_hd128.log")
     result = pdwatch("capacity", "--model-config", config, log, "--kv-cache-memory-gib", "1")
@@ -87,7 +86,6 @@ def test_against_the_real_hybrid_log():
 
 
 def test_pd_pair_gives_one_section_per_server_and_skips_the_proxy():
-    require_shared()
     logs = sorted(str(p) for p in CPU_LOGS.glob("s10b_*.log"))
     assert len(logs) == 3
     result = pdwatch("capacity", "--model-config", str(CPU_LOGS / "model" / "config.json"), *logs, "--format", "json")

@@ -5,20 +5,18 @@ from __future__ import annotations
 import pytest
 
 from pdwatch.capacity import CapacityInputs, assess, facts_by_source, load_model_config
-from tests.conftest import CPU_LOGS, require_shared, scan
+from tests.conftest import CPU_LOGS, scan
 
 S9B = CPU_LOGS / "s9b_qwen3next_hybrid_hd128.log"
 
 
 def _facts(path):
-    require_shared()
     facts = facts_by_source(scan(path.read_bytes(), source=str(path)))
     return facts[str(path)]
 
 
 @pytest.fixture
 def s9b():
-    require_shared()
     return load_model_config(str(CPU_LOGS / "model-qwen3next-hd128" / "config.json")), _facts(S9B)
 
 
@@ -75,7 +73,6 @@ def test_a_wrong_alignment_is_explained(s9b):
 
 
 def test_dense_model_matches_too():
-    require_shared()
     path = CPU_LOGS / "s2_seqs4.log"
     model = load_model_config(str(CPU_LOGS / "model" / "config.json"))
     result = assess(model, CapacityInputs(kv_cache_memory_gib=1), _facts(path))

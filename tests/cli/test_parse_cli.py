@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pdwatch.cli import build_parser
-from tests.conftest import CPU_LOGS, require_shared
+from tests.conftest import CPU_LOGS
 
 STATS = (b"(APIServer pid=9) INFO 11-29 09:01:38 [loggers.py:335] Engine 001: Avg prompt throughput: 2444.7 tokens/s, "
          b"Avg generation throughput: 2194.7 tokens/s, Running: 4 reqs, Waiting: 44 reqs, GPU KV cache usage: 0.2%, "
@@ -37,7 +37,6 @@ def test_version_and_help_on_every_subcommand():
 
 
 def test_json_contract_on_a_real_log():
-    require_shared()
     path = str(CPU_LOGS / "s2_seqs4.log")
     result = pdwatch("parse", path, "--year", "2026")
     assert result.returncode == 0, result.stderr
@@ -56,7 +55,6 @@ def test_json_contract_on_a_real_log():
 
 
 def test_directory_sets_metrics_scrapes_aside_and_table_format():
-    require_shared()
     result = pdwatch("parse", str(CPU_LOGS), "--format", "table", "--year", "2026")
     assert result.returncode == 0
     lines = result.stdout.decode().splitlines()

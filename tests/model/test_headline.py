@@ -54,8 +54,7 @@ def test_prompts_are_counted_once_in_pd():
 
 
 def test_store_frames_and_facts_from_a_real_log(tmp_path):
-    from tests.conftest import CPU_LOGS, require_shared
-    require_shared()
+    from tests.conftest import CPU_LOGS
     store = load([str(CPU_LOGS / "s2_seqs4.log")], year=2026)
     (endpoint,) = store.endpoints()
     stats = store.stats(endpoint.name)

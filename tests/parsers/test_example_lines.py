@@ -1,10 +1,10 @@
-"""Every ``# family`` block of ../shared/formats/example-lines.txt gives the right kind."""
+"""Every ``# family`` block of tests/data/formats/example-lines.txt gives the right kind."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.conftest import EXAMPLE_LINES, require_shared, scan
+from tests.conftest import EXAMPLE_LINES, scan
 
 # Comment prefix -> kinds the block must produce (empty: a line of no known family, skipped silently).
 EXPECTED: list[tuple[str, set[str]]] = [
@@ -58,7 +58,6 @@ EXPECTED: list[tuple[str, set[str]]] = [
 
 
 def _blocks() -> list[tuple[str, bytes]]:
-    require_shared()
     blocks: list[tuple[str, list[bytes]]] = []
     for raw in EXAMPLE_LINES.read_bytes().split(b"\n"):
         if raw.startswith(b"# "):
@@ -69,7 +68,7 @@ def _blocks() -> list[tuple[str, bytes]]:
     return [(comment, b"".join(lines)) for comment, lines in blocks if lines]
 
 
-BLOCKS = _blocks() if EXAMPLE_LINES.exists() else []
+BLOCKS = _blocks()
 
 
 def _expected(comment: str) -> set[str]:
@@ -79,7 +78,6 @@ def _expected(comment: str) -> set[str]:
 
 
 def test_example_file_is_read():
-    require_shared()
     assert len(BLOCKS) >= 60
 
 

@@ -16,7 +16,7 @@ import parsers.fastlane as fastlane
 import parsers.scanner as scanner
 from parsers.cleaning import clean_raw
 from parsers.envelope import split_envelope, split_raw
-from tests.conftest import CPU_LOGS, REPO, header_strategies, require_shared, scan
+from tests.conftest import CPU_LOGS, REPO, header_strategies, scan
 
 
 def _general_split(raw: bytes):
@@ -54,7 +54,6 @@ def _stats_lines(paths: list[Path]) -> bytes:
 
 
 def test_fast_lane_reads_sample_and_real_stats_lines_like_the_general_path(monkeypatch):
-    require_shared()
     paths = sorted((REPO / "samples").glob("*/*.out")) + sorted(CPU_LOGS.glob("*.log"))
     data = _stats_lines(paths)
     fast, general = _both_paths(data, monkeypatch)

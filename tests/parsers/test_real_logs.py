@@ -1,4 +1,4 @@
-"""The real logs in ../shared/real-logs parse into the right events with the right values."""
+"""The real logs in tests/data/real parse into the right events with the right values."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import CPU_LOGS, REAL_LOGS, require_shared, scan
+from tests.conftest import CPU_LOGS, GPU_LOGS, scan
 
 CPU_FILES = ["s2_seqs4.log", "s4_prefix_cache_on.log", "s8_spec_ngram.log", "s9b_qwen3next_hybrid_hd128.log",
              "s10b_pd_example_connector_short_prompts.prefill.log",
@@ -17,7 +17,6 @@ DENNIS_7B_2 = "dennislee22-vLLM-benchmarking-vllm-7B-2gpuA10040GB-0.5GRAM-diff-n
 
 
 def events_of(path, **kw):
-    require_shared()
     return scan(path.read_bytes(), source=path.name, **kw)
 
 
@@ -106,7 +105,7 @@ def test_s10b_decode_kv_role_and_external_prefix_hits():
 
 
 def test_dennislee_ansi_ray_log():
-    events = events_of(REAL_LOGS / DENNIS_120B, year=None)  # no --year: the Ray line's 2025 date decides
+    events = events_of(GPU_LOGS / DENNIS_120B, year=None)  # no --year: the Ray line's 2025 date decides
     kinds = Counter(e.kind for e in events)
     assert kinds["kv_cache_size"] == 4 and kinds["max_concurrency"] == 4 and kinds["model_loading"] == 4
     assert all(e.ts is None or e.ts.year == 2025 for e in events)
@@ -121,7 +120,7 @@ def test_dennislee_ansi_ray_log():
 
 @pytest.mark.parametrize("name", [DENNIS_7B_1, DENNIS_7B_2])
 def test_terminal_wrapped_logs_are_rejoined(name):
-    events = events_of(REAL_LOGS / name, year=2025)
+    events = events_of(GPU_LOGS / name, year=2025)
     by_kind = {}
     for e in events:
         by_kind.setdefault(e.kind, []).append(e)
@@ -134,7 +133,7 @@ def test_terminal_wrapped_logs_are_rejoined(name):
 
 
 def test_wrapped_values_are_never_wrong():
-    events = events_of(REAL_LOGS / DENNIS_7B_2, year=2025)
+    events = events_of(GPU_LOGS / DENNIS_7B_2, year=2025)
     assert [e.values["concurrency"] for e in events if e.kind == "max_concurrency"] == [25.2, 25.2]
     assert [e.values["gib"] for e in events if e.kind == "kv_memory"] == [11.03, 11.03]
     assert [e.values for e in events if e.kind == "cudagraph_memory"] == [{"actual_gib": 1.0, "seconds": 11.0}]

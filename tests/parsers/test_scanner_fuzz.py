@@ -9,8 +9,7 @@ from tests.conftest import EXAMPLE_LINES, scan
 VALID = (b"(APIServer pid=9) INFO 11-29 09:01:38 [loggers.py:335] Engine 002: Avg prompt throughput: 1.0 tokens/s, "
          b"Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 4 reqs, GPU KV cache usage: 5.0%, "
          b"Prefix cache hit rate: 0.0%\n")
-REAL = [line + b"\n" for line in EXAMPLE_LINES.read_bytes().split(b"\n") if line and not line.startswith(b"#")] \
-    if EXAMPLE_LINES.exists() else [VALID]
+REAL = [line + b"\n" for line in EXAMPLE_LINES.read_bytes().split(b"\n") if line and not line.startswith(b"#")]
 
 
 @st.composite
@@ -58,9 +57,8 @@ def test_real_logs_with_same_width_lists_are_not_taken_for_wrapped_pastes():
     """vLLM's 'leaked instance' lists are lines of one width followed by more of them; the file
     also has longer lines, which a terminal would have cut."""
     from parsers.wrap import WrapDetector
-    from tests.conftest import CPU_LOGS, require_shared
+    from tests.conftest import CPU_LOGS
 
-    require_shared()
     for log in sorted(CPU_LOGS.glob("*.log")):
         detector = WrapDetector()
         detector.observe(log.read_bytes())

@@ -9,11 +9,10 @@ import pytest
 
 from parsers import LogScanner
 from pdwatch.store import UNSTORED_KINDS
-from tests.conftest import CPU_LOGS, REPO, require_shared, scan
+from tests.conftest import CPU_LOGS, REPO, scan
 
 
 def _inputs(tmp_path) -> list[bytes]:
-    require_shared()
     mixed = tmp_path / "mixed.log"
     subprocess.run([sys.executable, str(REPO / "bench" / "make_mixed_log.py"), "--size", "3M", "--out", str(mixed)],
                    check=True, capture_output=True)

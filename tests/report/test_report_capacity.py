@@ -8,14 +8,13 @@ import sys
 
 from pdwatch.analysis import analyse
 from pdwatch.capacity import load_model_config
-from tests.conftest import CPU_LOGS, require_shared
+from tests.conftest import CPU_LOGS
 
 S9B = CPU_LOGS / "s9b_qwen3next_hybrid_hd128.log"
 CONFIG = CPU_LOGS / "model-qwen3next-hd128" / "config.json"
 
 
 def test_report_capacity_section_uses_the_capacity_arithmetic():
-    require_shared()
     result = subprocess.run([sys.executable, "-m", "pdwatch", "report", str(S9B), "--model-config", str(CONFIG),
                              "--format", "json"], capture_output=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -27,7 +26,6 @@ def test_report_capacity_section_uses_the_capacity_arithmetic():
 
 
 def test_the_capacity_rule_reads_the_planned_concurrency():
-    require_shared()
     analysis = analyse([str(S9B)], year=2026, model=load_model_config(str(CONFIG)))
     (endpoint,) = analysis.store.endpoints()
     assert endpoint.facts["planned_concurrency"] == 273.0  # what the capacity section shows
@@ -48,7 +46,6 @@ def test_the_capacity_rule_reads_the_planned_concurrency():
 
 
 def test_without_a_model_config_the_rule_uses_vllms_figure():
-    require_shared()
     analysis = analyse([str(S9B)], year=2026)
     (endpoint,) = analysis.store.endpoints()
     assert "planned_concurrency" not in endpoint.facts
@@ -58,7 +55,6 @@ def test_without_a_model_config_the_rule_uses_vllms_figure():
 def test_bad_model_config_is_one_line(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text("{not json")
-    require_shared()
     result = subprocess.run([sys.executable, "-m", "pdwatch", "report", str(S9B), "--model-config", str(bad)],
                             capture_output=True, timeout=60)
     assert result.returncode == 2 and result.stderr.decode().count("\n") == 1

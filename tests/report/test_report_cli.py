@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPU_LOGS, require_shared
+from tests.conftest import CPU_LOGS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,6 @@ def pdwatch(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def s2_report() -> dict:
-    require_shared()
     result = pdwatch("report", str(CPU_LOGS / "s2_seqs4.log"), "--format", "json", "--year", "2026")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
@@ -51,7 +50,6 @@ def test_seq_cap_bound_on_s2_with_the_real_line_as_evidence(s2_report):
 
 
 def test_fail_on_and_markdown_default(tmp_path):
-    require_shared()
     log = str(CPU_LOGS / "s2_seqs4.log")
     assert pdwatch("report", log, "--fail-on", "warning").returncode == 1  # seq_cap_bound is a warning
     result = pdwatch("report", log, "--fail-on", "critical")
@@ -60,7 +58,7 @@ def test_fail_on_and_markdown_default(tmp_path):
 
 def test_output_is_atomic_and_never_overwrites_an_input(tmp_path):
     log = tmp_path / "n1_decode_w0.out"
-    log.write_bytes((CPU_LOGS / "s2_seqs4.log").read_bytes() if CPU_LOGS.exists() else b"")
+    log.write_bytes((CPU_LOGS / "s2_seqs4.log").read_bytes())
     original = log.read_bytes()
     result = pdwatch("report", str(log), "-o", str(log))
     assert result.returncode == 2 and b"refusing to overwrite" in result.stderr
@@ -96,7 +94,6 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
 
 
 def test_topology_file_and_role_flags(tmp_path):
-    require_shared()
     a, b = tmp_path / "server-a.log", tmp_path / "server-b.log"
     a.write_bytes((CPU_LOGS / "s10b_pd_example_connector_short_prompts.prefill.log").read_bytes())
     b.write_bytes((CPU_LOGS / "s10b_pd_example_connector_short_prompts.decode.log").read_bytes())

