@@ -39,7 +39,7 @@ class FileTail:
         self._generation = 0
         self._ever_opened = False
         self._open_kind = "opened"  # notice to give on the next successful open
-        self._absent: str | None = None  # "missing"/"deleted"/"not_a_file" already reported
+        self._absent: str | None = None  # "missing"/"deleted"/"renamed"/"not_a_file" already reported
         self._error: str | None = None  # last error message reported (no repeats)
         self._had_error = False
         self._reported_cuts = 0
@@ -104,7 +104,9 @@ class FileTail:
         try:
             fd = os.open(self.path, _OPEN_FLAGS)
         except FileNotFoundError:
-            if self._ever_opened:
+            if self._absent == "renamed":
+                pass  # still waiting for the rotation's new file (said once)
+            elif self._ever_opened:
                 self._note_absent(out, "deleted", "deleted; waiting for it to be re-created")
             else:
                 wait = "; waiting for it to appear" if self.follow else ""
@@ -182,10 +184,18 @@ class FileTail:
             return 0  # more to drain; the next poll sees the same change and continues
         self._emit_partial(out)  # the old file is finished: its last line is complete
         assert self._fd is not None
-        if why == "rotated" and os.fstat(self._fd).st_nlink > 0:
+        linked = os.fstat(self._fd).st_nlink > 0
+        if why in ("rotated", "deleted") and linked:
             self._retired.append(self._ident)  # type: ignore[arg-type]
         self._close_fd()
-        if why == "deleted":
+        if why == "deleted" and linked:
+            # Gone from its path but still linked elsewhere: renamed by a rotation whose new
+            # file is not there yet (logrotate renames, then creates). Not a deletion.
+            self._open_kind = "rotated"
+            if self._absent != "renamed":
+                self._absent = "renamed"
+                out.append(SourceNotice(self.path, "renamed", f"{self.path}: renamed away; waiting for the new file"))
+        elif why == "deleted":
             self._note_absent(out, "deleted", "deleted; waiting for it to be re-created")
         elif why == "not_a_file":
             self._note_absent(out, "not_a_file", "replaced by something that is not a regular file; waiting")

@@ -12,6 +12,7 @@ NOTICE_KINDS = frozenset(
         "truncated",
         "rotated",
         "deleted",
+        "renamed",  # renamed away by a rotation whose new file is not there yet
         "recreated",
         "error",
         "line_capped",

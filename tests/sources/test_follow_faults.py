@@ -123,6 +123,35 @@ def test_each_fault_notice_is_shown_once(tmp_path: Path, monkeypatch, fault, kin
     t.close()
 
 
+def test_a_rotation_seen_between_its_rename_and_its_create_is_not_a_deletion(tmp_path: Path):
+    # logrotate renames, then creates: a poll in between finds no file at the path, but the
+    # old one still has a name (w.out.1). That is one rotation, not a deletion and a re-creation.
+    p = tmp_path / "w.out"
+    p.write_bytes(b"one\ntwo\n")
+    t = FileTail(str(p), follow=True)
+    poll_until(t.poll, has_text(b"two"))
+    p.rename(tmp_path / "w.out.1")
+    items = poll_many(t.poll)
+    assert kinds(items) == ["renamed"], kinds(items)
+    assert notices(items, "renamed")[0].message == f"{p}: renamed away; waiting for the new file"
+    p.write_bytes(b"three\n")
+    items = poll_until(t.poll, has_text(b"three"))
+    assert kinds(items) == ["rotated"], kinds(items)
+    t.close()
+
+
+def test_a_deleted_file_is_still_a_deletion(tmp_path: Path):
+    p = tmp_path / "w.out"
+    p.write_bytes(b"one\n")
+    t = FileTail(str(p), follow=True)
+    poll_until(t.poll, has_text(b"one"))
+    p.unlink()
+    assert kinds(poll_many(t.poll)) == ["deleted"]
+    p.write_bytes(b"two\n")
+    assert kinds(poll_until(t.poll, has_text(b"two"))) == ["recreated"]
+    t.close()
+
+
 def test_missing_file_notice_once_then_read_from_its_start(tmp_path: Path):
     p = tmp_path / "later.out"
     s = SourceSet([str(p)], follow=True)
