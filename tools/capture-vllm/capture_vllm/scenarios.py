@@ -1,0 +1,152 @@
+"""The scenarios the kit captures: servers, load phases and how each run ends.
+
+Each is a real run of vLLM for CPU on the tiny dummy-weight model. Most use a stats
+interval of 2 s (``VLLM_LOG_STATS_INTERVAL``) to keep runs short; the three
+``stats_interval_*`` runs put the same steady load under 1, 2 and 10 s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .load import Phase
+
+# Every server: the tiny model with dummy weights, token-id prompts, bounded memory.
+COMMON_ARGS = ["--load-format", "dummy", "--skip-tokenizer-init", "--dtype", "bfloat16",
+               "--max-model-len", "1536", "--max-num-batched-tokens", "1024"]
+COMMON_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOG_STATS_INTERVAL": "2",
+              "VLLM_LOGGING_COLOR": "0", "TZ": "UTC"}
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str  # log file stem
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    proxy_for: tuple[str, str] | None = None  # (prefill, decode): this is the PD proxy, not vLLM
+
+
+@dataclass(frozen=True)
+class Stop:
+    """How the run ends. ``sigint``: after the last phase, as an operator's Ctrl-C.
+    ``sigint_under_load``: SIGINT ``after_s`` into ``phase``, requests in flight.
+    ``kill_worker``: SIGKILL the server's model worker process ``after_s`` into ``phase``:
+    a worker that dies mid-run (as an OOM kill or a segfault would); the server is left to
+    react on its own, then stopped if it has not exited."""
+
+    kind: str = "sigint"
+    phase: str = ""
+    after_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    phases: tuple[Phase, ...]
+    servers: tuple[ServerSpec, ...] = (ServerSpec("server"),)
+    target: str = "server"  # the server the client talks to
+    stop: Stop = Stop()
+    env: tuple[tuple[str, str], ...] = ()  # on top of COMMON_ENV, for every server
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+IDLE = Phase("idle1", "idle", seconds=8)
+IDLE_END = Phase("idle2", "idle", seconds=8)
+LOW = Phase("low", "paced", seconds=10, concurrency=2, every_s=0.75, prompt_len=(64, 128), max_tokens=(64, 128))
+
+
+def _steady(seconds: float, concurrency: int = 8) -> Phase:
+    return Phase("high", "closed", seconds=seconds, concurrency=concurrency, prompt_len=(256, 512),
+                 max_tokens=(128, 256))
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "kv_pressure",
+        "A KV cache of 40 blocks (5,120 tokens) under 32 closed-loop clients with long prompts and outputs: "
+        "the cache fills, requests wait and running ones are preempted.",
+        (IDLE, LOW, Phase("high", "closed", seconds=30, concurrency=32, prompt_len=(600, 800),
+                          max_tokens=(300, 500)), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "32", "--num-gpu-blocks-override", "40")),),
+        notes=("vLLM 0.32's stats line prints no Preemptions field; /metrics counts them "
+               "(vllm:num_preemptions_total).",)),
+    Scenario(
+        "crash_worker_killed",
+        "Steady load, then the model worker process (VLLM::Worker) is killed with SIGKILL 10 s into the "
+        "high phase: the engine dies mid-run and the server shuts itself down.",
+        (IDLE, LOW, _steady(30), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16")),),
+        stop=Stop("kill_worker", "high", 10.0)),
+    Scenario(
+        "sigint_under_load",
+        "Steady load, then SIGINT to the server 10 s into the high phase, requests in flight: an orderly "
+        "stop the operator started, not a failure.",
+        (IDLE, LOW, _steady(30), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16")),),
+        stop=Stop("sigint_under_load", "high", 10.0)),
+    Scenario(
+        "disable_log_stats",
+        "A server started with --disable-log-stats under steady load: no stats line, and /metrics has no "
+        "vllm: series.",
+        (IDLE, LOW, _steady(20), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16", "--disable-log-stats")),)),
+    Scenario(
+        "api_server_count_2",
+        "Two API server processes (--api-server-count 2) under steady load: vLLM disables its stats logging.",
+        (IDLE, LOW, _steady(20), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16", "--api-server-count", "2")),)),
+    Scenario(
+        "data_parallel_2",
+        "Two data-parallel engines (--data-parallel-size 2) with one API server, so stats lines come per "
+        "engine (Engine 000, Engine 001), under steady load.",
+        (IDLE, LOW, _steady(30, concurrency=12), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16", "--data-parallel-size", "2",
+                                       "--api-server-count", "1")),)),
+    Scenario(
+        "spec_ngram",
+        "Speculative decoding with ngram drafts (3 speculative tokens) under steady load.",
+        (IDLE, LOW, _steady(20), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16", "--speculative-config",
+                                       '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4,'
+                                       '"prompt_lookup_min":2}')),),
+        notes=("The random-weight model repeats itself, so ngram drafts are nearly always accepted.",)),
+    Scenario(
+        "prefix_cache_on",
+        "Prefix caching on (--enable-prefix-caching): unique prompts, then prompts sharing their first 512 "
+        "tokens (4 full blocks): the hit rate rises.",
+        (IDLE, Phase("unique", "closed", seconds=15, concurrency=4, prompt_len=(640, 704), max_tokens=(64, 128)),
+         Phase("shared", "closed", seconds=20, concurrency=4, prompt_len=(640, 704), max_tokens=(64, 128),
+               shared_prefix=512), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16", "--enable-prefix-caching")),)),
+    Scenario(
+        "prefix_cache_off",
+        "The same load with prefix caching off (--no-enable-prefix-caching): the shared prefix is computed "
+        "every time.",
+        (IDLE, Phase("unique", "closed", seconds=15, concurrency=4, prompt_len=(640, 704), max_tokens=(64, 128)),
+         Phase("shared", "closed", seconds=20, concurrency=4, prompt_len=(640, 704), max_tokens=(64, 128),
+               shared_prefix=512), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16", "--no-enable-prefix-caching")),)),
+    Scenario(
+        "pd_pair",
+        "A prefill server and a decode server with a KV connector (ExampleConnector: KV blocks through shared "
+        "files) behind a small proxy; the client talks to the proxy.",
+        (IDLE, LOW, Phase("high", "closed", seconds=25, concurrency=12, prompt_len=(384, 640),
+                          max_tokens=(128, 256)), IDLE_END),
+        servers=(ServerSpec("prefill", ("--max-num-seqs", "16", "--kv-transfer-config", "{KV_CONFIG}")),
+                 ServerSpec("decode", ("--max-num-seqs", "16", "--kv-transfer-config", "{KV_CONFIG}")),
+                 ServerSpec("proxy", proxy_for=("prefill", "decode"))),
+        target="proxy",
+        notes=("The prefill server sees each prompt with max_tokens=1; the decode server loads the prompt's "
+               "full blocks from the connector and computes the rest.",)),
+    *(Scenario(
+        f"stats_interval_{s}s",
+        f"The same steady load (8 closed-loop clients) with VLLM_LOG_STATS_INTERVAL={s}.",
+        (IDLE, LOW, _steady(60 if s >= 10 else 30), IDLE_END),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16")),),
+        env=(("VLLM_LOG_STATS_INTERVAL", str(s)),)) for s in (1, 2, 10)),
+)
+
+
+def by_name() -> dict[str, Scenario]:
+    return {s.name: s for s in SCENARIOS}
