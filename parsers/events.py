@@ -178,6 +178,9 @@ KINDS: dict[str, dict[str, str]] = {
     "shutdown": {
         "message": "the [shutdown] message",
     },
+    "stop_requested": {
+        "how": "what started the stop: api_server_signal | SIGINT | SIGTERM | ... | http_server",
+    },
     "http_access": {
         "client": "client address",
         "method": "HTTP method",

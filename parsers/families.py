@@ -802,6 +802,7 @@ _ENGINE_DEAD = [
     Sample("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
            "the root cause.", [("engine_dead", {"reason": "engine_dead_error"})]),
     Sample("EngineCore encountered a fatal error.", [("engine_dead", {"reason": "fatal_error"})]),
+    Sample("    raise EngineDeadError()", []),
     Sample("Worker proc VllmWorker-3 died unexpectedly, shutting down executor.", [("engine_dead", {"reason": "worker_died"})]),
     Sample("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
            "{'EngineCore_DP0': 1}", [("engine_dead", {"reason": "init_failed"})]),
@@ -811,17 +812,56 @@ def parse_engine_dead(msg: str) -> Parsed:
         if needle in msg:
             if reason == "worker_died" and not regex.search(r"(?:Worker proc|Engine core process) \S+ died", msg):
                 continue
+            if msg.lstrip().startswith("raise "):  # a traceback's source line, not a death of its own
+                return []
             return [("engine_dead", {"reason": reason, "message": msg.strip()})]
     return []
 
 
+# A stop somebody started: a signal reached the server, or it began to shut down. Whether an
+# engine death that follows is a crash depends on which came first (the rules' ``before``):
+# vLLM tears down the same way after a crash, so ``shutdown`` lines alone say nothing.
+_SIGNALLED = regex.compile(r"trigger received signal=(?P<signal>SIG[A-Z]+)")
+
+
+def _stop_requested(msg: str) -> Values | None:
+    if msg == "[shutdown] API server: shutdown triggered":  # vLLM's SIGINT/SIGTERM handler
+        return {"how": "api_server_signal"}
+    m = _SIGNALLED.search(msg)
+    if m:
+        return {"how": m["signal"]}
+    return None
+
+
 @family("shutdown", ["[shutdown] "], [
-    Sample("[shutdown] API server: shutdown triggered", [("shutdown", {"message": "API server: shutdown triggered"})]),
+    Sample("[shutdown] API server: shutdown triggered", [("shutdown", {"message": "API server: shutdown triggered"}),
+                                                        ("stop_requested", {"how": "api_server_signal"})]),
+    Sample("[shutdown] EngineCore: trigger received signal=SIGTERM",
+           [("shutdown", {"message": "EngineCore: trigger received signal=SIGTERM"}),
+            ("stop_requested", {"how": "SIGTERM"})]),
+    Sample("[shutdown] Process manager: send sigterm to process EngineCore",
+           [("shutdown", {"message": "Process manager: send sigterm to process EngineCore"})]),
 ])
 def parse_shutdown(msg: str) -> Parsed:
     if not msg.startswith("[shutdown] "):
         return []
-    return [("shutdown", {"message": msg[len("[shutdown] "):].strip()})]
+    out: Parsed = [("shutdown", {"message": msg[len("[shutdown] "):].strip()})]
+    stop = _stop_requested(msg)
+    return out + [("stop_requested", stop)] if stop else out
+
+
+@family("stop_requested", ["Shutting down", "Received KeyboardInterrupt"], [
+    Sample("Shutting down", [("stop_requested", {"how": "http_server"})]),  # uvicorn, on a signal or a dead engine
+    Sample("Shutting down FastAPI HTTP server.", [("stop_requested", {"how": "http_server"})]),  # vLLM <= 0.1x
+    Sample("Received KeyboardInterrupt, shutting down API servers...", [("stop_requested", {"how": "SIGINT"})]),
+])
+def parse_stop_requested(msg: str) -> Parsed:
+    text = msg.strip()
+    if text in ("Shutting down", "Shutting down FastAPI HTTP server."):
+        return [("stop_requested", {"how": "http_server"})]
+    if text.startswith("Received KeyboardInterrupt"):
+        return [("stop_requested", {"how": "SIGINT"})]
+    return []
 
 
 # --- HTTP and Dynamo frontend/router ----------------------------------------------------------

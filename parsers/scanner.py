@@ -290,7 +290,7 @@ class LogScanner:
         proc_engine = engine_from_proc(env.proc)
         key = (env.proc, env.pid)
 
-        if key in self._tracebacks and self._traceback_continues(key, env, line_no, out):
+        if key in self._tracebacks and self._traceback_continues(key, env, line_no, text, out):
             pass  # frames are part of the open traceback, but may still hold a family (OOM text)
         elif _TRACEBACK_NEEDLE in raw and env.msg.lstrip().startswith("Traceback (most recent call last)"):
             self._tracebacks[key] = _OpenTraceback(line_no, line_no, ts, env.level, proc_engine, text[:_EVIDENCE_CHARS])
@@ -482,7 +482,7 @@ class LogScanner:
 
     # --- tracebacks -------------------------------------------------------------------------
 
-    def _traceback_continues(self, key, env: Envelope, line_no: int, out: list[Event]) -> bool:
+    def _traceback_continues(self, key, env: Envelope, line_no: int, text: str, out: list[Event]) -> bool:
         """Feed one line of the same process to its open traceback; True while it is part of it."""
         tb = self._tracebacks[key]
         msg = env.msg
@@ -498,6 +498,7 @@ class LogScanner:
         m = _EXCEPTION_LINE.match(msg)
         if m and ("." in m["type"] or m["type"][0].isupper()):
             tb.last_line_no = line_no
+            tb.text = text[:_EVIDENCE_CHARS]  # the line a report quotes: the exception, which names the cause
             self._close_traceback(key, m["type"], (m["msg"] or "").strip(), out)
             return True
         self._close_traceback(key, None, None, out)

@@ -67,6 +67,17 @@ class Endpoint:
         return dp * tp * pp if dp else None
 
     @property
+    def stats_silence(self) -> str | None:
+        """Why this endpoint prints no stats lines, when its own start-up lines say so."""
+        if self.facts.get("disable_log_stats"):
+            return "started with --disable-log-stats: vLLM prints no stats lines"
+        if self.facts.get("stats_disabled"):
+            count = self.facts.get("api_server_count")
+            servers = f"api_server_count {count}" if count else "more than one API server"
+            return f"vLLM disabled its stats logging ({servers})"
+        return None
+
+    @property
     def gpus_inferred(self) -> bool:
         """True when the GPU count is a guess (DP from engines seen, or TP/DP not printed)."""
         if self.declared_gpus is not None:

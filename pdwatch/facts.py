@@ -11,6 +11,7 @@ _ARG_FACTS = {
     "async_scheduling": bool, "enable_prefix_caching": bool, "tensor_parallel_size": int,
     "data_parallel_size": int, "max_cudagraph_capture_size": int, "stream_interval": int,
     "mamba_ssm_cache_dtype": str, "gpu_memory_utilization": float, "max_model_len": int,
+    "disable_log_stats": bool,
 }
 
 

@@ -95,6 +95,7 @@ class EndpointRow:
     history: tuple[float, ...]  # counted tokens/s per stats interval, oldest first
     engine_rows: tuple[EngineRow, ...]
     sources: tuple[str, ...]
+    stats_silence: str | None = None  # why it prints no stats lines, when its start-up lines say
 
     @property
     def counted_tps(self) -> float | None:
@@ -792,7 +793,8 @@ class LiveSession:
             running=_sum(e.running for e in engines), waiting=_sum(e.waiting for e in engines),
             kv_usage_pct=sum(kv) / len(kv) if kv else None,
             last_seen=_dt(last_seen), stale_for_s=stale,
-            interval_s=interval, history=history, engine_rows=tuple(engines), sources=tuple(ep.sources))
+            interval_s=interval, history=history, engine_rows=tuple(engines), sources=tuple(ep.sources),
+            stats_silence=ep.stats_silence)
 
     def _finding_row(self, f: Finding) -> FindingRow:
         evidence = tuple(Evidence(**evidence_entry(self.store, q)) for q in f.evidence)

@@ -135,7 +135,9 @@ class Store:
         for event in part.kept:  # every event the model and the facts read is a kept one
             self.model.observe(event)
             learn_facts(endpoint.facts, event)  # the rules' facts plus what capacity needs
-            rows.append((event.ts, event.engine, event.kind, event.source, event.line_no,
+            # A traceback is quoted by its exception line (its text), so it is cited there too.
+            line_no = event.end_line_no if event.kind == "traceback" and event.end_line_no else event.line_no
+            rows.append((event.ts, event.engine, event.kind, event.source, line_no,
                          event.text, event.values.get("reason")))
         series.stats_rows.extend(part.stats_rows)
         if part.last_ts is not None:

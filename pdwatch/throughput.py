@@ -132,9 +132,10 @@ def headline(endpoints: list[Endpoint], stats: dict[str, pd.DataFrame]) -> Headl
     total_gpus = sum(g for g in gpus if g) if serving and all(gpus) else None
     inferred = any(ep.gpus_inferred for ep in serving)
     silent = [ep.name for ep, frame in frames.values() if frame.empty and ep.role in COUNTED]
+    causes = [f"{ep.name}: {ep.stats_silence}" for ep, frame in frames.values() if frame.empty and ep.stats_silence]
     if window is None:
-        return Headline(None, None, None, None, None, None, total_gpus, inferred, {},
-                        "no stats lines: nothing to measure")
+        note = "no stats lines: nothing to measure" + (f" ({'; '.join(causes)})" if causes else "")
+        return Headline(None, None, None, None, None, None, total_gpus, inferred, {}, note)
     start, end = window[0], window[1] + pd.Timedelta(seconds=max(round(bucket), 1)) - pd.Timedelta(microseconds=1)
     per_role: dict[str, dict[str, float]] = {}
     prompt = gen = 0.0
@@ -149,7 +150,8 @@ def headline(endpoints: list[Endpoint], stats: dict[str, pd.DataFrame]) -> Headl
         prompt += rates["prompt_tps"] if "prompt_tps" in fields else 0.0
         gen += rates["gen_tps"] if "gen_tps" in fields else 0.0
     if silent:
-        note = f"{', '.join(silent)} printed no stats lines: the deployment's throughput is unknown"
+        note = f"{', '.join(silent)} printed no stats lines: the deployment's throughput is unknown" + (
+            f" ({'; '.join(causes)})" if causes else "")
         return Headline(start, end, None, None, None, None, total_gpus, inferred, per_role, note)
     roles = {ep.role for ep in serving}
     if ("prefill" in roles) != ("decode" in roles):

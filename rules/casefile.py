@@ -117,7 +117,7 @@ def build_view(test: dict[str, Any]) -> DeploymentView:
         for j, e in enumerate(spec.get("events") or []):
             at = e.get("at")
             events.append({"ts": None if at is None else start + timedelta(seconds=_seconds(at)),
-                           "engine": e.get("engine"), "kind": e["kind"], "source": source,
+                           "engine": e.get("engine"), "kind": e["kind"], "source": e.get("source", source),
                            "line_no": int(e.get("line_no", 10_000 + j)), "text": e.get("text", ""),
                            "reason": e.get("reason")})
         facts = {"stats_interval_s": step, **(spec.get("facts") or {})}

@@ -147,6 +147,9 @@ def _collect_events(ctx: Ctx, i: int, log: EvidenceLog, kinds: tuple[str, ...], 
             found.append(Quote(kind, str(evs.source[p]), int(evs.line_no[p]), int(evs.ts[p] + lay.t0),
                                None if g != g else int(g), text[:_TEXT_MAX]))
     found.sort(key=lambda q: (q.ts_us, q.source, q.line_no))
+    # One line, one quote: a traceback ending in an OOM is the same line as the OOM event.
+    seen = {(q.source, q.line_no) for q in log.events}
+    found = [q for q in found if (q.source, q.line_no) not in seen and not seen.add((q.source, q.line_no))]
     if found:
         log.events.extend(found[:limit - len(log.events)])
         log.dicts = None

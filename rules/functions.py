@@ -165,6 +165,64 @@ def _count_matching(ctx: Ctx, node: Call) -> np.ndarray:
     return out
 
 
+def _before(ctx: Ctx, node: Call) -> np.ndarray:
+    """1 where the first event of kind a came before the first of kind b (so far), else 0.
+
+    Order is the log's own: within one source, line order (vLLM logs a crash and its
+    teardown in the same second); across sources, an earlier second. A tie across sources
+    cannot be ordered and counts as "not before". No event of kind a: 0; a but no b: 1.
+    At engine scope an event without an engine (the API server's) counts for every engine
+    of its endpoint: a stop of the server stops each of its engines.
+    """
+    first_kind, then_kind = node.args[0].value, node.args[1].value  # type: ignore[attr-defined]
+    key = ("before", first_kind, then_kind, ctx.now)
+    got = ctx.cache.get(key)
+    if got is not None:
+        return got
+    a, b = _events_so_far(ctx, first_kind), _events_so_far(ctx, then_kind)
+    out = np.zeros(ctx.n)
+    for i, mine in a.items():
+        theirs = b.get(i)
+        out[i] = 1.0 if not theirs else float(_comes_first(ctx.lay.events, ctx.lay.t0, mine, theirs))
+    ctx.cache[key] = out
+    return out
+
+
+def _events_so_far(ctx: Ctx, kind: str) -> dict[int, list[int]]:
+    """Per instance, the event-table positions of ``kind`` dated up to now or undated."""
+    lay, evs = ctx.lay, ctx.lay.events
+    pos = np.flatnonzero(evs.kind == kind)
+    if len(pos):
+        ts = evs.ts[pos]
+        pos = pos[(ts == NAT) | (ts <= ctx.now)]
+    out: dict[int, list[int]] = {}
+    if not len(pos):
+        return out
+    inst = lay._event_instances(evs.ep[pos], evs.engine[pos])
+    for p, i in zip(pos.tolist(), inst.tolist()):
+        if i >= 0:
+            out.setdefault(i, []).append(p)
+        elif lay.kind == "engine" and evs.engine[p] != evs.engine[p]:  # no engine: all of the endpoint's
+            for j in np.flatnonzero(lay.ep == evs.ep[p]).tolist():
+                out.setdefault(j, []).append(p)
+    return out
+
+
+def _comes_first(evs: Any, t0: int, a: list[int], b: list[int]) -> bool:
+    by_source: dict[Any, list[list[int]]] = {}
+    for which, positions in ((0, a), (1, b)):
+        for p in positions:
+            by_source.setdefault(evs.source[p], [[], []])[which].append(int(evs.line_no[p]))
+    shared = [(min(x), min(y)) for x, y in by_source.values() if x and y]
+    if shared:
+        return all(x < y for x, y in shared)
+    dated_a = [int(evs.ts[p]) for p in a if evs.ts[p] != NAT]
+    dated_b = [int(evs.ts[p]) for p in b if evs.ts[p] != NAT]
+    if len(dated_a) < len(a) or len(dated_b) < len(b) or not dated_a or not dated_b:
+        return False  # an undated line in another source cannot be placed
+    return (min(dated_a) + t0) // 1_000_000 < (min(dated_b) + t0) // 1_000_000
+
+
 # -- facts and scope -------------------------------------------------------------------
 def _fact(ctx: Ctx, node: Call) -> np.ndarray:
     return ctx.fact(node.args[0].value)  # type: ignore[attr-defined]
@@ -294,6 +352,8 @@ FUNCTIONS: dict[str, Fn] = {f.name: f for f in [
         optional=1, doc="events of a kind in the window (no window: so far)"),
     _fn("count_matching", ("kind", "pattern", "window"), NUM, "window", _count_matching, scopes=ALL_SCOPES,
         optional=1, doc="events of a kind whose line matches a regular expression, in the window / so far"),
+    _fn("before", ("kind", "kind"), BOOL, "inst", _before, scopes=ALL_SCOPES,
+        doc="the first event of the first kind came before the first of the second (line order within a log)"),
     _fn("since_first", (), NUM, "inst", _since_first, doc="seconds since the first stats line"),
     _fn("since_last", (), NUM, "inst", _since_last, doc="seconds since the latest stats line"),
     _fn("fact", ("fact",), ANY, "inst", _fact, scopes=ALL_SCOPES, doc="a start-up fact"),

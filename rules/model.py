@@ -51,6 +51,7 @@ ENDPOINT_FACTS: dict[str, str] = {
     "tensor_parallel_size": "TP size",
     "data_parallel_size": "DP size",
     "stats_disabled": "vLLM said it will not log stats (bool)",
+    "disable_log_stats": "started with --disable-log-stats: no stats lines, and vLLM 0.32's /metrics has no vllm: series (bool)",
     "stats_from_metrics": "the endpoint's stats come from recorded /metrics scrapes, not stats lines (bool)",
 }
 
@@ -68,7 +69,7 @@ EVENT_KINDS = (
     "cache_config", "cudagraph_capture", "cudagraph_memory", "init_time", "compile_time",
     "role_hint", "block_size", "ssm_dtype", "ssm_conv_layout", "preemption", "stats_disabled",
     "nixl_failure", "kv_expired", "kv_load_failure", "kv_cache_error", "oom", "engine_dead",
-    "traceback", "shutdown", "http_access", "worker_selected", "model_registered",
+    "traceback", "shutdown", "stop_requested", "http_access", "worker_selected", "model_registered",
     "request_completed",
 )
 
@@ -77,7 +78,7 @@ EVENT_KINDS = (
 # facts; a rule naming one would always count 0, so the rules grammar refuses it.
 STORED_EVENT_KINDS = (
     "preemption", "stats_disabled", "nixl_failure", "kv_expired", "kv_load_failure", "kv_cache_error",
-    "oom", "engine_dead", "traceback", "shutdown", "spec_decode", "kv_transfer", "cudagraph_capture",
+    "oom", "engine_dead", "traceback", "shutdown", "stop_requested", "spec_decode", "kv_transfer", "cudagraph_capture",
     "args", "engine_config", "version", "kv_cache_size", "max_concurrency", "kv_memory",
     "model_loading", "memory_profile", "cudagraph_memory", "block_size", "ssm_dtype", "ssm_conv_layout",
     "init_time", "role_hint",

@@ -85,13 +85,24 @@ def _endpoint_summary(store: Store, name: str, analysis: Analysis) -> dict[str, 
         stats = window if not window.empty else stats
     out: dict[str, Any] = {"name": name, "stats_lines": int(len(store.stats(name))),
                            "last_seen": _iso(store.last_seen(name))}
-    interval = store.model.endpoints[name].facts.get("stats_interval_s") if name in store.model.endpoints else None
+    endpoint = store.model.endpoints.get(name)
+    interval = endpoint.facts.get("stats_interval_s") if endpoint is not None else None
+    # An endpoint without a stats line is said in words (why, when its start-up lines tell), not as "?" cells.
+    out["no_stats"] = None if out["stats_lines"] else _no_stats(endpoint)
     totals = endpoint_totals(stats, interval) if not stats.empty else None
     for field in SUMMARY_FIELDS:
         values = totals[field].dropna() if totals is not None else pd.Series(dtype="float64")
         out[field] = ({"p50": _num(float(np.percentile(values, 50))), "p95": _num(float(np.percentile(values, 95)))}
                       if len(values) else {"p50": None, "p95": None})
     return out
+
+
+def _no_stats(endpoint: Any) -> str:
+    if endpoint is not None and endpoint.stats_silence:
+        return endpoint.stats_silence
+    if endpoint is not None and endpoint.role == "frontend":
+        return "a frontend prints no stats lines"
+    return "no stats lines in its logs"
 
 
 def endpoint_totals(stats: pd.DataFrame, interval_s: float | None) -> pd.DataFrame:

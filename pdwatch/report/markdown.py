@@ -88,8 +88,11 @@ def _endpoints(endpoints: list[dict[str, Any]]) -> list[str]:
              "| endpoint | prompt tok/s | gen tok/s | running | waiting | KV usage % | stats lines | last line |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
     for ep in endpoints:
-        cells = [f"{fmt_num(ep[k]['p50'])} / {fmt_num(ep[k]['p95'])}"
-                 for k in ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct")]
+        if ep.get("no_stats"):
+            cells = [_cell(ep["no_stats"]), "", "", "", ""]
+        else:
+            cells = [f"{fmt_num(ep[k]['p50'])} / {fmt_num(ep[k]['p95'])}"
+                     for k in ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct")]
         lines.append(f"| {_cell(ep['name'])} | {' | '.join(cells)} | {ep['stats_lines']} | {fmt_time(ep['last_seen'])} |")
     return lines + [""]
 

@@ -26,7 +26,7 @@ ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "main", "heade
                 "article", "h1", "h2", "h3", "h4", "p", "div", "span", "strong", "code", "pre", "a", "abbr", "ul",
                 "li", "dl", "dt", "dd", "table", "thead", "tbody", "tr", "th", "td", "figure", "figcaption", "br",
                 "svg", "defs", "pattern", "rect", "line", "circle", "path", "text"}
-ALLOWED_ATTRS = {"lang", "charset", "http-equiv", "content", "name", "class", "id", "href", "title", "viewbox",
+ALLOWED_ATTRS = {"colspan", "lang", "charset", "http-equiv", "content", "name", "class", "id", "href", "title", "viewbox",
                  "role", "preserveaspectratio", "width", "height", "patternunits", "patterntransform", "x", "y",
                  "x1", "y1", "x2", "y2", "cx", "cy", "r", "d", "fill"}
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"

@@ -67,6 +67,14 @@ V = deployment()
     ("count_matching('kv_expired', '^$', 20s)", [0, 1, 0], [1, 0]),  # the events' text is ""
     ("count_matching('oom', '^$')", [0, 0, 0], [1, 0]),
     ("count_matching('kv_expired', 'x')", [0, 0, 0], [0, 0]),
+    # order: one log per endpoint, so line order decides (kv_expired lines 10000-10001, then
+    # nixl_failure 10002, then the undated oom 10003); an event without an engine counts for
+    # every engine of its endpoint; p has none of them
+    ("before('kv_expired', 'nixl_failure')", [1, 1, 0], [1, 0]),
+    ("before('nixl_failure', 'kv_expired')", [0, 0, 0], [0, 0]),
+    ("before('oom', 'kv_expired')", [0, 0, 0], [0, 0]),
+    ("before('kv_expired', 'oom')", [1, 1, 0], [1, 0]),
+    ("before('kv_expired', 'kv_load_failure')", [1, 1, 0], [1, 0]),  # a but never b
     # facts and scope
     ("fact('max_num_seqs')", [8, 8, 16], [8, 16]),
     ("fact('max_concurrency')", [12.5, 12.5, None], [12.5, None]),

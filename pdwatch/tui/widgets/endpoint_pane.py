@@ -97,6 +97,8 @@ def render_title(row: EndpointRow) -> Text:
 
 def render_numbers(row: EndpointRow) -> Text:
     if not row.engine_rows and not row.history:
+        if row.stats_silence:  # the server said it will print none: say why, in words
+            return Text(f"no stats lines: {row.stats_silence}", style="bold yellow")
         return Text("no stats lines" + (" (a frontend prints none)" if row.role == "frontend" else " yet"), style="dim")
     out = Text()
     out.append(f"prompt {rate(row.prompt_tps)}", style="cyan" if row.role == "prefill" else "")
