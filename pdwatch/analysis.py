@@ -26,7 +26,7 @@ from pdwatch.capacity import ModelSpec
 from pdwatch.deployment import DeploymentModel, EndpointSpec
 from pdwatch.errors import require_inputs, require_one_existing
 from pdwatch.event_stream import EventStream
-from pdwatch.metrics.recorded import read_recorded
+from pdwatch.metrics.recorded import read_recorded_with_ports
 from pdwatch.sources import READ_FAILURES, FileTail, SourceNotice, SourceSet, is_ssh, is_url
 from pdwatch.store import UNSTORED_KINDS, Partial, Store, fold_events
 from pdwatch.throughput import Headline, headline
@@ -235,12 +235,19 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
     """
     notices: list[SourceNotice] = []
     for path in paths:
-        events, errors = read_recorded(path)
+        events, errors, ports = read_recorded_with_ports(path)
         notices += [SourceNotice(path, "error", f"{path}: {e}") for e in errors]
         by_source: dict[str, list[Event]] = {}
         for event in events:
             by_source.setdefault(event.source, []).append(event)
         for source, group in by_source.items():
+            # A scrape names its server's port; a log names the port its server listens on.
+            port = ports.get(source)
+            served = store.model.serving_port(port)
+            if served is not None and source not in served.sources:
+                store.model.attach(source, served)
+                notices.append(SourceNotice(source, "opened", f"{source}: the /metrics of {served.name} "
+                                                             f"(port {port}, as its log's args say)"))
             endpoint = store.model.endpoint_of(source)
             if not store.stats(endpoint.name).empty and any(s != source for s in endpoint.sources):
                 notices.append(SourceNotice(source, "opened", f"{source}: {endpoint.name} has stats lines; "

@@ -85,6 +85,10 @@ class Endpoint:
         return "data_parallel_size" not in self.facts or "tensor_parallel_size" not in self.facts
 
 
+def _is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
+
+
 def name_from_file(source: str) -> tuple[str, str | None]:
     """Endpoint name and role a file name gives (role None when it says nothing); a URL is ``host:port``."""
     if source.startswith(("http://", "https://")):
@@ -116,8 +120,11 @@ class DeploymentModel:
         if endpoint is not None:
             return endpoint
         spec = next((s for s in self._specs if s.matches(source)), None)
+        served = self.serving_port(urlsplit(source).port) if spec is None and _is_url(source) else None
         if spec is not None and spec.name:
             endpoint = self.endpoints[spec.name]
+        elif served is not None:  # the /metrics of a server whose log we read: the same endpoint
+            endpoint = served
         elif spec is not None:
             name, _ = name_from_file(source)
             endpoint = self.endpoints.setdefault(name, Endpoint(name))
@@ -130,6 +137,21 @@ class DeploymentModel:
         endpoint.sources.append(source)
         self._by_source[source] = endpoint
         return endpoint
+
+    def attach(self, source: str, endpoint: Endpoint) -> None:
+        """``source`` is another source of ``endpoint`` (a recorded scrape of its server)."""
+        if self._by_source.get(source) is endpoint:
+            return
+        self._by_source[source] = endpoint
+        endpoint.sources.append(source)
+
+    def serving_port(self, port: int | None) -> Endpoint | None:
+        """The one endpoint whose log says its server listens on ``port`` (None if none or several:
+        every node of a multi-node job may use the same port, and then only a topology can tell)."""
+        if port is None:
+            return None
+        found = [e for e in self.endpoints.values() if e.facts.get("port") == port]
+        return found[0] if len(found) == 1 else None
 
     def observe(self, event: Event) -> Endpoint:
         endpoint = self.endpoint_of(event.source)
@@ -146,6 +168,8 @@ class DeploymentModel:
         return endpoint
 
     def _learn_args(self, endpoint: Endpoint, args: dict[str, Any]) -> None:
+        if isinstance(args.get("port"), int) and not isinstance(args["port"], bool):
+            endpoint.facts["port"] = args["port"]  # where its /metrics are: a scrape of that port is this endpoint
         for key in ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size"):
             if isinstance(args.get(key), int):
                 endpoint.facts[key] = args[key]

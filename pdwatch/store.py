@@ -241,8 +241,8 @@ def _stats_frame(rows: list[tuple]) -> pd.DataFrame:
                             "engine": np.asarray(columns[1], dtype=np.int64)}
     for i, name in enumerate(STATS_FIELDS, start=2):
         data[name] = np.asarray(columns[i], dtype=np.float64)
-    preemptions = data["preemptions"]
-    data["preemptions"] = np.where(np.isnan(preemptions), 0.0, preemptions)  # omitted when 0
+    # A line that does not print Preemptions leaves them unknown (NaN), not 0: vLLM 0.32 prints
+    # none even while its /metrics count them.
     n = 2 + len(STATS_FIELDS)
     data["source"] = pd.Series(columns[n])  # pandas infers its string dtype, as from records
     data["line_no"] = np.asarray(columns[n + 1], dtype=np.int64)

@@ -82,6 +82,17 @@ def read_recorded_text(text: str, source: str, state: CounterState | None = None
 
 
 def read_recorded(path: str | os.PathLike[str], source: str | None = None) -> tuple[list[Event], list[str]]:
+    events, errors, _ = read_recorded_with_ports(path, source)
+    return events, errors
+
+
+def read_recorded_with_ports(path: str | os.PathLike[str], source: str | None = None
+                             ) -> tuple[list[Event], list[str], dict[str, int]]:
+    """``read_recorded``, and the server port of each event source (from the scrapes' headers)."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
-    return read_recorded_text(text, source if source is not None else os.fspath(path))
+    name = source if source is not None else os.fspath(path)
+    events, errors = read_recorded_text(text, name)
+    ports = {s.port for s in split_scrapes(text) if s.port is not None}
+    by_source = {name: next(iter(ports))} if len(ports) == 1 else {f"{name}#port={p}": p for p in ports}
+    return events, errors, by_source

@@ -23,7 +23,6 @@ def _records_way(rows: list[tuple]) -> pd.DataFrame:
     frame["line_no"] = frame["line_no"].astype("int64")
     for name in STATS_FIELDS:
         frame[name] = frame[name].astype("float64")
-    frame["preemptions"] = frame["preemptions"].fillna(0.0)
     return frame.dropna(subset=["ts"]).reset_index(drop=True)
 
 
