@@ -69,6 +69,9 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
         notices = _read_on_every_core(store, files, sources.metrics_files, year, tz)
     store.flush()
     notices += _add_recorded_metrics(store, sources.metrics_files)
+    notices += [SourceNotice(src, "opened", f"{src}: no vLLM or Dynamo server lines (only tracebacks or access "
+                                            "lines): not an endpoint")
+                for e in store.not_servers() for src in e.sources]
 
     capacity = capacity_view.compute(store, model)  # before the rules: they read planned_concurrency
     endpoints = store.endpoints()

@@ -30,6 +30,9 @@ _KEPT_EVENT_KINDS = frozenset(STORED_EVENT_KINDS)
 # seen time is then that of its last line of the other kinds.
 UNSTORED_KINDS = frozenset({"http_access", "worker_selected", "request_completed", "model_registered"})
 assert not UNSTORED_KINDS & _KEPT_EVENT_KINDS
+# Lines any Python process writes (a proxy, a benchmark client): a source with only these is
+# not a vLLM or Dynamo server, so it is no endpoint (``Store.endpoints``; ``Store.not_servers``).
+GENERIC_KINDS = frozenset({"traceback", "http_access", "shutdown", "stop_requested"})
 # What DeploymentModel.observe and the facts read beyond engine numbers: Partial relies on it.
 _MODEL_KINDS = FACT_KINDS | {"args", "engine_config", "role_hint"}
 assert _MODEL_KINDS <= _KEPT_EVENT_KINDS, _MODEL_KINDS - _KEPT_EVENT_KINDS
@@ -110,6 +113,7 @@ class Store:
         self.deployment_facts: dict[str, Any] = {}
         self.raw_counts: dict[str, int] = {}
         self._line_memo: dict[tuple[str, int], str | None] = {}
+        self._servers: set[str] = set()  # endpoints with a line only a vLLM or Dynamo server writes
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -130,6 +134,8 @@ class Store:
         raw = self.raw_counts
         for kind, n in part.raw_counts.items():
             raw[kind] = raw.get(kind, 0) + n
+        if endpoint.name not in self._servers and not part.raw_counts.keys() <= GENERIC_KINDS:
+            self._servers.add(endpoint.name)
         endpoint.engines |= part.engines
         rows = series.event_rows
         for event in part.kept:  # every event the model and the facts read is a kept one
@@ -168,7 +174,16 @@ class Store:
     # --- reading ----------------------------------------------------------------------------
 
     def endpoints(self) -> list[Endpoint]:
-        return sorted(self.model.endpoints.values(), key=lambda e: (_ROLE_ORDER.get(e.role, 9), e.name))
+        """The deployment's endpoints: declared ones, and those whose logs show a server."""
+        return sorted((e for e in self.model.endpoints.values() if self._is_endpoint(e)),
+                      key=lambda e: (_ROLE_ORDER.get(e.role, 9), e.name))
+
+    def not_servers(self) -> list[Endpoint]:
+        """Sources read whose lines show no vLLM or Dynamo server (only tracebacks, access lines)."""
+        return [e for e in self.model.endpoints.values() if not self._is_endpoint(e)]
+
+    def _is_endpoint(self, endpoint: Endpoint) -> bool:
+        return endpoint.name in self._servers or endpoint.role_from == "topology" or endpoint.name not in self._series
 
     def stats(self, name: str) -> pd.DataFrame:
         return self._series[name].stats if name in self._series else _empty(_STATS_COLUMNS)

@@ -78,29 +78,45 @@ def bucketed(frames: dict[str, tuple[Endpoint, pd.DataFrame]], bucket_s: float) 
 
     frame = pd.DataFrame({"tokens": add(tokens), "inflight": add(inflight),
                           "running": add(decode_running or running)})
-    return frame.sort_index()
+    # After one side stopped reporting (an engine died, a server hung) the rest does not
+    # describe the deployment: prefill may go on computing prompts no decode will take.
+    last_lines = [stats["ts"].max() for endpoint, stats in frames.values()
+                  if endpoint.role in COUNTED and not stats.empty]
+    alive_until = min(last_lines).floor(freq) if last_lines else None
+    frame = frame.sort_index()
+    return frame[frame.index <= alive_until] if alive_until is not None else frame
 
 
 def steady_window(buckets: pd.DataFrame) -> tuple[pd.Timestamp, pd.Timestamp] | None:
-    """The plateau: load at its level, throughput and running settled, ramps left out."""
+    """The plateau: load at its level, throughput and running settled, ramps left out.
+
+    A plateau with periodic dips is still one plateau: a closed-loop client's requests
+    finish together and in-flight drops for a bucket, preemption waves come and go. So the
+    load is judged on a rolling mean (5 buckets), dips of up to 2 buckets inside a run are
+    bridged, and the window is the longest such run.
+    """
     data = buckets.dropna(subset=["tokens"])
     if data.empty:
         return None
     if len(data) < 3:
         return data.index[0], data.index[-1]
-    smooth = data["tokens"].rolling(3, center=True, min_periods=1).mean()  # swings of a closed loop
-    loaded = ((data["inflight"] >= 0.8 * np.percentile(data["inflight"], 90))
-              & (smooth >= 0.5 * np.percentile(smooth, 90))).to_numpy()
-    first, last = _longest_run(loaded)
+    k = 5 if len(data) >= 15 else 3
+    tokens = data["tokens"].rolling(k, center=True, min_periods=1).mean()
+    inflight = data["inflight"].rolling(k, center=True, min_periods=1).mean()
+    loaded = ((inflight >= 0.6 * np.percentile(inflight, 90))
+              & (tokens >= 0.5 * np.percentile(tokens, 90))).to_numpy()
+    first, last = _longest_run(_bridged(loaded, max_gap=2))
     if first is None:
         return data.index[0], data.index[-1]
     run = data.iloc[first:last + 1]
     settled = run.iloc[len(run) // 2:]
     level_tokens, level_running = settled["tokens"].median(), settled["running"].median()
-    # A closed-loop client makes throughput oscillate: widen the band to the settled swing.
+    # Closed-loop clients make throughput oscillate: widen the band to the settled swing.
     swing = float(settled["tokens"].std(ddof=0) / level_tokens) if level_tokens else 0.0
     band = max(PLATEAU_BAND, 2 * swing)
-    # Skip the transient after the ramp-up (e.g. the decode KV cache still filling).
+    # Skip the transient after the ramp-up (e.g. the decode KV cache still filling): the
+    # first bucket back at the settled level, judged on the raw buckets (a rolling mean
+    # would average the ramp's swings into the level).
     steady = ((run["tokens"] - level_tokens).abs() <= band * level_tokens) & \
              (run["running"] >= 0.9 * level_running)
     offset = int(np.argmax(steady.to_numpy())) if steady.any() else 0
@@ -108,6 +124,16 @@ def steady_window(buckets: pd.DataFrame) -> tuple[pd.Timestamp, pd.Timestamp] | 
     if last - first >= 4:  # drop the buckets that straddle the edges
         first, last = first + 1, last - 1
     return data.index[first], data.index[last]
+
+
+def _bridged(flags: np.ndarray, max_gap: int) -> np.ndarray:
+    """``flags`` with runs of at most ``max_gap`` False between two True set to True."""
+    out = flags.copy()
+    true = np.flatnonzero(flags)
+    for a, b in zip(true[:-1], true[1:]):
+        if 1 < b - a <= max_gap + 1:
+            out[a + 1:b] = True
+    return out
 
 
 def _longest_run(flags: np.ndarray) -> tuple[int | None, int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import signal
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        _started = False  # the reply to the client has begun
 
         def log_message(self, fmt, *a):  # one line per request of our own instead
             pass
@@ -48,9 +51,19 @@ def main(argv: list[str] | None = None) -> int:
             if status != 200:
                 _log(f"prefill failed status={status} body={text[:200]!r}")
                 return self._reply(502, text)
+            try:
+                self._decode(body, request, t0, t1)
+            except (OSError, http.client.HTTPException) as exc:  # one line, not a traceback: decode may be gone
+                _log(f"decode failed: {type(exc).__name__}: {exc}")
+                if not self._started:
+                    self._reply(502, str(exc).encode())
+
+        def _decode(self, body: bytes, request: dict, t0: float, t1: float) -> None:
+            self._started = False
             conn = http.client.HTTPConnection("127.0.0.1", args.decode, timeout=300)
             conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
             resp = conn.getresponse()
+            self._started = True
             self.send_response(resp.status)
             self.send_header("Content-Type", resp.getheader("Content-Type", "application/json"))
             self.send_header("Transfer-Encoding", "chunked")
@@ -68,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
             self.end_headers()
             self.wfile.write(body)
 
+    # A process started in the background inherits SIGINT ignored: stop on SIGINT and SIGTERM anyway.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True  # a request stuck on a dead server must not hold the proxy's exit
     _log(f"proxy on 127.0.0.1:{args.port}: prefill {args.prefill}, decode {args.decode}")
     try:
         server.serve_forever()

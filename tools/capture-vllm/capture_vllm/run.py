@@ -143,7 +143,8 @@ class Capture:
     def _end(self, client: LoadClient) -> None:
         kind = self.scenario.stop.kind
         if kind == "sigint":
-            self._scrape_all("end", "before-stop")
+            if self.scenario.phases[-1].kind != "idle":  # an idle phase was just scraped at its end
+                self._scrape_all("end", "before-stop")
             for server in self.servers:
                 code = server.stop()
                 say(f"{server.name} stopped with SIGINT: exit {code}")

