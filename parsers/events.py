@@ -43,10 +43,13 @@ KINDS: dict[str, dict[str, str]] = {
         "mean_acceptance_length": "mean accepted tokens per draft step",
         "accepted_tps": "accepted tokens/s, when present",
         "drafted_tps": "drafted tokens/s, when present",
-        "accepted_tokens": "accepted tokens in the interval",
-        "drafted_tokens": "drafted tokens in the interval",
+        "accepted_tokens": "accepted tokens in the interval (V0's 'Speculative metrics': since start)",
+        "drafted_tokens": "drafted tokens in the interval (V0: since start)",
         "per_position_acceptance": "acceptance rate per draft position (list of floats)",
         "acceptance_rate_pct": "draft acceptance rate % (null when nan)",
+        "system_efficiency_pct": "V0: emitted tokens over the most a step could emit, % (null when nan)",
+        "num_speculative_tokens": "V0: speculative tokens per step",
+        "emitted_tokens": "V0: tokens emitted by speculative steps, so far",
     },
     "kv_transfer": {
         "connector": "connector name for a MultiConnector line, else null",
@@ -57,7 +60,8 @@ KINDS: dict[str, dict[str, str]] = {
         "model": "served model, when printed on the same record",
     },
     "args": {
-        "args": "non-default args as a dict (nested config reprs become dicts)",
+        "args": "the args as a dict: vLLM >= 0.9 logs the non-default ones, older versions (and V0) every one as a Namespace (nested config reprs become dicts)",
+        "form": "namespace when the line was args: Namespace(...) (every argument, defaults included); absent for the non-default dict",
     },
     "engine_config": {
         "version": "vLLM version from 'Initializing a V1 LLM engine (vX)'",

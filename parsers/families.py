@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 import regex
 
 from .fastlane import STATS_ENGINE_KEY, finite_number, spec_decode_message, stats_message
-from .pyrepr import ReprError, parse_args_dict, parse_repr
+from .pyrepr import ReprError, parse_args_dict, parse_namespace_args, parse_repr
 
 Values = dict[str, Any]
 Parsed = list[tuple[str, Values]]
@@ -213,6 +213,48 @@ def parse_spec_decode(msg: str) -> Parsed:
     return [("spec_decode", values)] if values else []
 
 
+# V0 (and V1 before 0.9): rates as fractions (0.651), counts over the run so far; older
+# releases printed "Number of draft tokens tokens:".
+_V0_SPEC_FIELDS = {
+    "Draft acceptance rate": ("acceptance_rate_pct", 100.0),
+    "System efficiency": ("system_efficiency_pct", 100.0),
+    "Number of speculative tokens": ("num_speculative_tokens", None),
+    "Number of accepted tokens": ("accepted_tokens", None),
+    "Number of draft tokens": ("drafted_tokens", None),
+    "Number of draft tokens tokens": ("drafted_tokens", None),
+    "Number of emitted tokens": ("emitted_tokens", None),
+    "Number of emitted tokens tokens": ("emitted_tokens", None),
+}
+
+
+@family("spec_decode_v0", ["Speculative metrics: "], [
+    Sample("Speculative metrics: Draft acceptance rate: 0.651, System efficiency: 0.570, Number of speculative "
+           "tokens: 3, Number of accepted tokens: 12036, Number of draft tokens: 18489, Number of emitted tokens: "
+           "15810.", [("spec_decode", {"acceptance_rate_pct": 65.1, "system_efficiency_pct": 57.0,
+                                       "num_speculative_tokens": 3, "accepted_tokens": 12036,
+                                       "drafted_tokens": 18489, "emitted_tokens": 15810})]),
+    Sample("Speculative metrics: Draft acceptance rate: nan, System efficiency: nan, Number of speculative tokens: 5, "
+           "Number of accepted tokens: 0, Number of draft tokens tokens: 0, Number of emitted tokens tokens: 0.",
+           [("spec_decode", {"acceptance_rate_pct": None, "drafted_tokens": 0, "emitted_tokens": 0})]),
+])
+def parse_spec_decode_v0(msg: str) -> Parsed:
+    if "Speculative metrics: " not in msg:
+        return []
+    body = msg[msg.index("Speculative metrics: ") + len("Speculative metrics: "):].rstrip(". ")
+    values: Values = {}
+    for seg in _SPEC_SEGMENT.finditer(body):
+        field = _V0_SPEC_FIELDS.get(seg["key"])
+        if field is None:
+            continue
+        key, scale = field
+        number = _num(seg["val"])
+        if scale is not None:
+            values[key] = None if number is None else round(number * scale, 6)
+        else:
+            values[key] = None if number is None else int(number)
+    return [("spec_decode", values)] if values else []
+
+
 _XFER_CONNECTOR = regex.compile(r"(?P<name>\w+)=\{(?P<body>[^{}]*)\}")
 
 
@@ -335,7 +377,25 @@ def parse_args(msg: str) -> Parsed:
     return [("args", {"args": parse_args_dict(text)})]
 
 
-_ENGINE_VERSION = regex.compile(r"Initializing a V1 LLM engine \(v(?P<v>[^)]+)\)")
+@family("args_namespace", ["args: Namespace("], [
+    Sample("args: Namespace(subparser='serve', model_tag='Qwen/Qwen2.5-1.5B-Instruct', host=None, port=8000, "
+           "config_format=<ConfigFormat.AUTO: 'auto'>, model='Qwen/Qwen2.5-1.5B-Instruct', pipeline_parallel_size=1, "
+           "tensor_parallel_size=2, data_parallel_size=1, max_num_seqs=None, disable_log_stats=True, "
+           "dispatch_function=<function ServeSubcommand.cmd at 0x7ac262db7420>)",
+           [("args", {"form": "namespace",
+                      "args": {"subparser": "serve", "model_tag": "Qwen/Qwen2.5-1.5B-Instruct", "host": None,
+                               "port": 8000, "model": "Qwen/Qwen2.5-1.5B-Instruct", "pipeline_parallel_size": 1,
+                               "tensor_parallel_size": 2, "data_parallel_size": 1, "max_num_seqs": None,
+                               "disable_log_stats": True}})]),
+])
+def parse_args_namespace(msg: str) -> Parsed:
+    # vLLM <= 0.8 and V0 log every argument, defaults included (not only the non-default ones)
+    if "args: Namespace(" not in msg:
+        return []
+    return [("args", {"args": parse_namespace_args(msg), "form": "namespace"})]
+
+
+_ENGINE_VERSION = regex.compile(r"Initializing (?:a V[01] |an )LLM engine \(v(?P<v>[^)]+)\)")
 _CONFIG_FIELDS: list[tuple[str, Any, Callable[[str], Any]]] = [
     ("model", regex.compile(r"\bmodel='(?P<v>[^']*)'"), str),
     ("tensor_parallel_size", regex.compile(r"\btensor_parallel_size=(?P<v>\d+)"), int),
@@ -352,7 +412,14 @@ _CAPTURE_SIZES = regex.compile(r"""['"]cudagraph_capture_sizes['"]:\s*\[(?P<v>[\
 _CAPTURE_MAX = regex.compile(r"""['"](?:max_cudagraph_capture_size|max_capture_size)['"]:\s*(?P<v>\d+|None|null)""")
 
 
-@family("engine_config", ["Initializing a V1 LLM engine"], [
+@family("engine_config", ["Initializing a V1 LLM engine", "Initializing a V0 LLM engine", "Initializing an LLM engine"], [
+    Sample("Initializing an LLM engine (v0.6.1.post2) with config: model='google/gemma-2-2b-it', "
+           "speculative_config=None, tensor_parallel_size=1, pipeline_parallel_size=1, enforce_eager=False",
+           [("engine_config", {"version": "0.6.1.post2", "model": "google/gemma-2-2b-it", "tensor_parallel_size": 1,
+                               "pipeline_parallel_size": 1})]),
+    Sample("Initializing a V0 LLM engine (v0.8.5.dev32+g44fa4d556) with config: model='Qwen/Qwen2.5-1.5B-Instruct', "
+           "tensor_parallel_size=4, pipeline_parallel_size=1",
+           [("engine_config", {"version": "0.8.5.dev32+g44fa4d556", "tensor_parallel_size": 4})]),
     Sample("Initializing a V1 LLM engine (v0.21.0) with config: model='Qwen/Qwen3-32B', speculative_config=None, "
            "max_seq_len=32768, tensor_parallel_size=2, pipeline_parallel_size=1, data_parallel_size=1, "
            "enforce_eager=False, kv_cache_dtype=auto, enable_prefix_caching=True, compilation_config={'mode': "

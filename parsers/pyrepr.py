@@ -54,6 +54,30 @@ def parse_args_dict(text: str) -> dict[str, Any]:
     return out
 
 
+# ``key=value`` at the top of a Namespace(...) repr, for the values that are literals.
+_NS_PAIR = regex.compile(r"(?:^|[(,]\s*)(\w+)=('(?:[^'\\]|\\.)*'|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?|True|False|None)(?=\s*[,)]|$)")
+
+
+def parse_namespace_args(text: str) -> dict[str, Any]:
+    """``Namespace(host='0.0.0.0', port=8000, ...)`` as the dict of its literal values.
+
+    vLLM up to 0.8 (and V0) logs its parsed arguments this way, every one of them, defaults
+    included; values that are not literals (functions, enums, configs) are left out, and a
+    cut or garbled line still yields the pairs it has.
+    """
+    body = text[text.index("Namespace(") + len("Namespace("):] if "Namespace(" in text else text
+    out: dict[str, Any] = {}
+    for key, raw in _NS_PAIR.findall("(" + body):
+        try:
+            out.setdefault(key, ast.literal_eval(raw))
+        except (ValueError, SyntaxError):
+            continue
+    kv = {k: v for k, v in _KW_PAIR.findall(body)}
+    if kv:
+        out["kv_transfer_config"] = kv
+    return out
+
+
 def _walk(node: ast.AST) -> Any:
     if isinstance(node, ast.Constant):
         return node.value

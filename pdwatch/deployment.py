@@ -23,6 +23,7 @@ import regex
 from parsers import Event
 
 ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
+PARALLEL_KEYS = ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size")
 
 _SRT_SLURM = regex.compile(
     r"^(?P<node>.+?)_(?P<role>prefill|decode|agg|frontend)_(?:w)?(?P<index>\d+)(?:\.metrics)?\.(?:out|err|log|txt)$")
@@ -57,14 +58,41 @@ class Endpoint:
     facts: dict[str, Any] = field(default_factory=dict)
     declared_gpus: int | None = None
 
+    # Parallel sizes as read: key -> (size, where it was read). An explicit value (the args,
+    # a Namespace, the engine config line) beats one implied by the non-default args dict
+    # leaving the key out (vLLM lists only what differs from the default, 1).
+    parallel: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+    def read_parallel(self, key: str, size: int, origin: str, implied: bool = False) -> None:
+        held = self.parallel.get(key)
+        if held is None or (held[1].startswith("default") and not implied):
+            self.parallel[key] = (size, origin)
+            self.facts[key] = size
+
     @property
     def gpus(self) -> int | None:
         if self.declared_gpus is not None:
             return self.declared_gpus
-        dp = self.facts.get("data_parallel_size") or (len(self.engines) or None)
-        tp = self.facts.get("tensor_parallel_size", 1)
-        pp = self.facts.get("pipeline_parallel_size", 1)
+        dp = self.parallel.get("data_parallel_size", (len(self.engines) or None, ""))[0]
+        tp = self.parallel.get("tensor_parallel_size", (1, ""))[0]
+        pp = self.parallel.get("pipeline_parallel_size", (1, ""))[0]
         return dp * tp * pp if dp else None
+
+    @property
+    def gpus_from(self) -> str:
+        """Where DP x TP x PP came from, for the reader: each factor and its line, or the guess."""
+        if self.declared_gpus is not None:
+            return "declared in the topology file"
+        parts = []
+        for key, label in zip(PARALLEL_KEYS, ("DP", "TP", "PP")):
+            if key in self.parallel:
+                size, origin = self.parallel[key]
+                parts.append(f"{label} {size} ({origin})")
+            elif key == "data_parallel_size":
+                parts.append(f"DP {len(self.engines) or '?'} (guessed from the engines seen)")
+            else:
+                parts.append(f"{label} 1 (guessed: not printed)")
+        return ", ".join(parts)
 
     @property
     def stats_silence(self) -> str | None:
@@ -79,10 +107,10 @@ class Endpoint:
 
     @property
     def gpus_inferred(self) -> bool:
-        """True when the GPU count is a guess (DP from engines seen, or TP/DP not printed)."""
+        """True when the GPU count is a guess: a parallel size no start-up line gave."""
         if self.declared_gpus is not None:
             return False
-        return "data_parallel_size" not in self.facts or "tensor_parallel_size" not in self.facts
+        return any(key not in self.parallel for key in PARALLEL_KEYS)
 
 
 def _is_url(source: str) -> bool:
@@ -158,21 +186,27 @@ class DeploymentModel:
         if event.engine is not None and event.kind not in ("spec_decode", "kv_transfer"):
             endpoint.engines.add(event.engine)
         elif event.kind == "args":
-            self._learn_args(endpoint, event.values["args"])
+            self._learn_args(endpoint, event)
         elif event.kind == "engine_config":
-            for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
-                if key in event.values:
-                    endpoint.facts.setdefault(key, event.values[key])
+            for key in PARALLEL_KEYS:
+                if isinstance(event.values.get(key), int):
+                    endpoint.read_parallel(key, event.values[key], f"engine config, line {event.line_no}")
         elif event.kind == "role_hint":
             self._infer_role(endpoint, event.values["role"], "dynamo")
         return endpoint
 
-    def _learn_args(self, endpoint: Endpoint, args: dict[str, Any]) -> None:
+    def _learn_args(self, endpoint: Endpoint, event: Event) -> None:
+        args = event.values["args"]
         if isinstance(args.get("port"), int) and not isinstance(args["port"], bool):
             endpoint.facts["port"] = args["port"]  # where its /metrics are: a scrape of that port is this endpoint
-        for key in ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size"):
-            if isinstance(args.get(key), int):
-                endpoint.facts[key] = args[key]
+        namespace = event.values.get("form") == "namespace"
+        where = f"{'Namespace args' if namespace else 'non-default args'}, line {event.line_no}"
+        for key in PARALLEL_KEYS:
+            if isinstance(args.get(key), int) and not isinstance(args[key], bool):
+                endpoint.read_parallel(key, args[key], where)
+            elif not namespace and key not in args:  # the non-default args leave out what is at its default, 1
+                endpoint.read_parallel(key, 1, f"default: not in the non-default args, line {event.line_no}",
+                                       implied=True)
         kv = args.get("kv_transfer_config")
         if isinstance(kv, dict) and kv.get("kv_role") in _KV_ROLE:
             self._infer_role(endpoint, _KV_ROLE[kv["kv_role"]], "kv_role")

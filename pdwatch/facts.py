@@ -20,18 +20,23 @@ def learn(facts: dict[str, Any], event: Event) -> None:
     kind, values = event.kind, event.values
     if kind == "args":
         _learn_args(facts, values["args"])
+        model = values["args"].get("model_tag") or values["args"].get("model")
+        if isinstance(model, str) and model:
+            facts.setdefault("model", model)  # the model the operator asked for, as typed
     elif kind == "engine_config":
         for key in ("tensor_parallel_size", "data_parallel_size", "enable_prefix_caching", "max_seq_len",
                     "kv_cache_dtype"):
             if key in values:
                 facts.setdefault(key, values[key])
+        if values.get("model"):
+            facts.setdefault("model", values["model"])
         if "num_speculative_tokens" in values:
             facts["num_speculative_tokens"] = values["num_speculative_tokens"]
         facts["version"] = values.get("version", facts.get("version"))
     elif kind == "version":
         facts["version"] = values["version"]
         if values.get("model"):
-            facts["model"] = values["model"]
+            facts.setdefault("model", values["model"])
     elif kind == "cudagraph_capture":
         _learn_capture(facts, values)
     elif kind == "kv_cache_size":

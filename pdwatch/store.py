@@ -94,6 +94,8 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
         engine = event.engine
         if engine is not None:
             engines.add(engine)
+        elif kind == "stats":
+            engines.add(0)  # a stats line without "Engine N:" (no DP, V0): the one engine, 0, as stored
         if kind == "stats":
             v = event.values
             stats_rows.append((

@@ -184,7 +184,9 @@ def headline(endpoints: list[Endpoint], stats: dict[str, pd.DataFrame]) -> Headl
         missing = "decode" if "prefill" in roles else "prefill"
         note = f"no {missing} endpoint among the sources: the headline counts only one side"
     else:
-        note = "GPU count partly guessed (DP x TP not printed)" if inferred else None
+        guessed = [f"{ep.name}: {ep.gpus_from}" for ep in serving if ep.gpus_inferred]
+        note = f"GPU count partly guessed ({'; '.join(guessed[:3])}{'; ...' if len(guessed) > 3 else ''})" \
+            if guessed else None
     total = prompt + gen
     per_gpu = total / total_gpus if total_gpus else None
     return Headline(start, end, prompt, gen, total, per_gpu, total_gpus, inferred, per_role, note)

@@ -56,7 +56,7 @@ def _deployment(store: Store) -> dict[str, Any]:
         facts = ep.facts
         endpoints.append({
             "name": ep.name, "role": ep.role, "role_from": ep.role_from, "engines": sorted(ep.engines),
-            "gpus": ep.gpus, "gpus_inferred": ep.gpus_inferred, "sources": list(ep.sources),
+            "gpus": ep.gpus, "gpus_inferred": ep.gpus_inferred, "gpus_from": ep.gpus_from, "sources": list(ep.sources),
             "version": facts.get("version"), "model": facts.get("model"),
             "key_args": {k: facts[k] for k in KEY_ARGS if k in facts},
         })

@@ -572,8 +572,8 @@ def _deployment(deployment: dict[str, Any]) -> str:
     rows = []
     endpoints = deployment.get("endpoints") or []
     for ep in endpoints:
-        gpus = "?" if ep.get("gpus") is None else _num(ep["gpus"]) + (
-            '<abbr class="guess" title="guessed">*</abbr>' if ep.get("gpus_inferred") else "")
+        gpus = ("?" if ep.get("gpus") is None else _num(ep["gpus"]) + (
+            '<abbr class="guess" title="guessed">*</abbr>' if ep.get("gpus_inferred") else ""))
         role, role_from = ep.get("role", "?"), ep.get("role_from", "unknown")
         role_text = _esc(role) + ("" if role_from in ("unknown", role) else f' <span class="muted">({_esc(role_from)})</span>')
         args = "".join(f'<li><code>{_esc(k)}={_esc(v)}</code></li>' for k, v in (ep.get("key_args") or {}).items())
@@ -589,8 +589,11 @@ def _deployment(deployment: dict[str, Any]) -> str:
            f'<tbody>{"".join(rows)}</tbody></table></div>']
     if deployment.get("total_gpus") is not None:
         out.append(f'<p class="muted">Total GPUs (prefill + decode): {_num(deployment["total_gpus"])}</p>')
-    if any(ep.get("gpus_inferred") for ep in endpoints):
-        out.append('<p class="muted"><code>*</code> GPU count guessed: DP x TP not printed in the log.</p>')
+    guessed = [ep for ep in endpoints if ep.get("gpus_inferred")]
+    if guessed:
+        items = "".join(f"<li>{_esc(ep.get('name'))}: {_esc(ep.get('gpus_from'))}</li>" for ep in guessed)
+        out.append(f'<p class="muted"><code>*</code> GPU count partly guessed (GPUs = DP x TP x PP):</p>'
+                   f'<ul class="muted">{items}</ul>')
     out.append("</section>")
     return "\n".join(out)
 

@@ -78,8 +78,10 @@ def _deployment(deployment: dict[str, Any]) -> list[str]:
         lines.append(f"| {_cell(ep['name'])} | {role} | {engines} | {gpus} | "
                      f"{_cell(ep['version'] or '?')} | {_cell(args)} | {_cell(', '.join(ep['sources']))} |")
     lines.append("")
-    if any(ep["gpus_inferred"] for ep in deployment["endpoints"]):
-        lines += ["`*` GPU count guessed: DP x TP not printed in the log.", ""]
+    guessed = [ep for ep in deployment["endpoints"] if ep["gpus_inferred"]]
+    if guessed:  # say what was guessed, and where the rest was read
+        lines += ["`*` GPU count partly guessed (GPUs = DP x TP x PP):"]
+        lines += [f"- {_cell(ep['name'])}: {_cell(ep['gpus_from'])}" for ep in guessed] + [""]
     return lines
 
 

@@ -137,3 +137,18 @@ def test_wrapped_values_are_never_wrong():
     assert [e.values["concurrency"] for e in events if e.kind == "max_concurrency"] == [25.2, 25.2]
     assert [e.values["gib"] for e in events if e.kind == "kv_memory"] == [11.03, 11.03]
     assert [e.values for e in events if e.kind == "cudagraph_memory"] == [{"actual_gib": 1.0, "seconds": 11.0}]
+
+
+def test_v0_log_gives_namespace_args_and_the_v0_engine_config():
+    from tests.conftest import REAL_LOGS
+    events = events_of(REAL_LOGS / "vllm-0.8-cpu-v0" / "dmasirkar-vLLM-testing-on-CPU-qwen2.5-1.5b.log", year=2025)
+    (args,) = [e for e in events if e.kind == "args"]
+    assert args.values["form"] == "namespace" and args.line_no == 3
+    a = args.values["args"]
+    assert (a["port"], a["tensor_parallel_size"], a["pipeline_parallel_size"], a["data_parallel_size"]) == (8000, 1, 1, 1)
+    assert a["disable_log_stats"] is False and a["model"] == "Qwen/Qwen2.5-1.5B-Instruct" and a["max_num_seqs"] is None
+    (config,) = [e for e in events if e.kind == "engine_config"]
+    assert (config.values["version"], config.values["model"], config.values["tensor_parallel_size"]) == (
+        "0.8.5.dev32+g44fa4d556", "Qwen/Qwen2.5-1.5B-Instruct", 1)
+    stats = [e for e in events if e.kind == "stats"]
+    assert len(stats) == 5 and stats[0].values["running"] == 1 and stats[0].engine is None
