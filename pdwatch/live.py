@@ -124,6 +124,14 @@ class FindingRow:
     explanation: str
     recommendation: str
     evidence: tuple[Evidence, ...]
+    summary_at_start: str = ""  # what it said when it fired
+    engines_at_start: tuple[int, ...] = ()
+
+    @property
+    def at_firing(self) -> "FindingRow":
+        """The row as it read when it fired: still firing, its first summary and engines."""
+        return replace(self, end=None, summary=self.summary_at_start or self.summary,
+                       engines=self.engines_at_start or self.engines)
 
     @property
     def key(self) -> tuple[str, str | None, datetime]:
@@ -743,7 +751,8 @@ class LiveSession:
         for f in all_rows:
             if f.key not in self._told_firing:
                 self._told_firing.add(f.key)
-                changes.append(Change("firing", f.start, f))
+                # as live printed it at that moment, even when this tick also saw it end
+                changes.append(Change("firing", f.start, f.at_firing))
             if f.end is not None and f.key not in self._told_resolved:
                 self._told_resolved.add(f.key)
                 changes.append(Change("resolved", f.end, f))
@@ -799,7 +808,7 @@ class LiveSession:
     def _finding_row(self, f: Finding) -> FindingRow:
         evidence = tuple(Evidence(**evidence_entry(self.store, q)) for q in f.evidence)
         return FindingRow(f.rule, f.severity, f.endpoint, tuple(f.engines), f.start, f.end, f.summary,
-                          f.explanation, f.recommendation, evidence)
+                          f.explanation, f.recommendation, evidence, f.summary_at_start, tuple(f.engines_at_start))
 
     # -- one endpoint in detail ---------------------------------------------------------------------
     def endpoint_detail(self, name: str, max_lines: int = 40) -> EndpointDetail | None:

@@ -46,6 +46,10 @@ class _Alert:
     severity: str | None = None  # of the rule, or of the variant that words it
     texts: dict[str, tuple[str | EnginesHole, ...]] = field(default_factory=dict)
     evidence: EvidenceLog | None = None
+    # What was true when it fired: the summary and value of that evaluation. A replay or a
+    # report reads a finding after its end; what live printed at the moment is these.
+    fired_texts: dict[str, tuple[str | EnginesHole, ...]] | None = None
+    fired_value: float | None = None
 
 
 @dataclass
@@ -179,6 +183,9 @@ class RuleEngine:
         firing = [(index[a.key], a) for a in changed
                   if a.state == FIRING and a.key in index and a.evidence is not None]
         self._refresh(rule, ctx, held)
+        for _, a in held:
+            if a.state == FIRING and a.fired_texts is None:
+                a.fired_texts, a.fired_value = dict(a.texts), a.value
         collect(rule, ctx, [(i, a.evidence) for i, a in firing])  # type: ignore[misc]
         return [self._state(rule, a) for a in changed]
 
@@ -246,6 +253,7 @@ class RuleEngine:
         engines = sorted({e for a in cluster for e in a.engines})
         # The text and value of the member that is freshest: still firing, else last to end.
         rep = max(cluster, key=lambda a: (a.resolved_at is None, a.resolved_at or 0, a.fired_at or 0))
+        first = min(cluster, key=lambda a: a.fired_at or 0)  # the member that fired first: what was said then
         ends = [a.resolved_at for a in cluster]
         limit = rule.evidence.limit
         events = _round_robin([a.evidence.events if a.evidence else [] for a in cluster], limit)
@@ -258,7 +266,10 @@ class RuleEngine:
             explanation=join(rep.texts.get("explanation", ()), engines),
             recommendation=join(rep.texts.get("recommendation", ()), engines),
             value=rep.value, evidence=[q.as_dict() for q in events + rows], scope=rule.scope,
-            pending_since=_dt(min(a.active_at for a in cluster)), labels=dict(rule.labels))
+            pending_since=_dt(min(a.active_at for a in cluster)), labels=dict(rule.labels),
+            summary_at_start=join((first.fired_texts or first.texts).get("summary", ()), first.engines),
+            value_at_start=first.fired_value if first.fired_texts is not None else first.value,
+            engines_at_start=list(first.engines))
 
 
 def _overlapping(alerts: list[_Alert]) -> list[list[_Alert]]:

@@ -56,3 +56,6 @@ class Finding:
     scope: str = "endpoint"
     pending_since: datetime | None = None  # when the condition began to hold
     labels: dict[str, str] = field(default_factory=dict)
+    summary_at_start: str = ""  # the summary when it fired (``summary`` is the latest)
+    value_at_start: float | None = None
+    engines_at_start: list[int] = field(default_factory=list)

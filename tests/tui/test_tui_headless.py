@@ -238,3 +238,35 @@ def test_export_never_lands_in_a_folder_being_read(tmp_path, monkeypatch):
     for given in ([str(logs)], [str(logs / "w0.log")], [str(logs / "*.log")]):
         assert default_export_path(given, cwd=str(logs)) == f"{temp}/pdwatch-live-report.md", given
     assert default_export_path(["http://127.0.0.1:9/metrics"], cwd=str(logs)).startswith(str(logs))
+
+
+def test_a_replay_prints_what_live_printed_when_the_finding_fired(capsys):
+    # The real kv_pressure capture: kv_exhausted fires with 27 requests waiting and resolves
+    # when the queue has drained to 4.7. A max-speed replay reads both within one tick; its
+    # firing record must still be the one of the firing moment: no end, the summary then.
+    from pdwatch.analysis import analyse, evaluation_times
+    from rules import RuleEngine, load_rules
+    from tests.conftest import REAL_LOGS
+
+    capture = REAL_LOGS / "captures" / "kv_pressure"
+    assert main(["replay", str(capture), "--speed", "max", "--headless", "--jsonl"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    firing = {x["rule"]: x for x in records if x["state"] == "firing"}
+    resolved = {x["rule"]: x for x in records if x["state"] == "resolved"}
+
+    # What watching the run would have printed: a rule engine stepped over the same clock,
+    # read at each step; the first step where a finding exists is the one live prints.
+    analysis = analyse([str(capture)])
+    engine, view = RuleEngine(load_rules()), analysis.store.view()
+    said: dict[str, str] = {}
+    for now in evaluation_times(analysis.store, *analysis.clock):
+        engine.evaluate(view, now.floor("us").to_pydatetime())
+        for f in engine.findings():
+            said.setdefault(f.rule, f.summary)
+    assert firing["kv_exhausted"]["end"] is None and resolved["kv_exhausted"]["end"] is not None
+    assert firing["kv_exhausted"]["summary"] == said["kv_exhausted"]
+    waiting = float(re.search(r"with ([\d.]+) requests waiting", firing["kv_exhausted"]["summary"])[1])
+    assert waiting > 20  # the log's queue then: 26-28 waiting (it drains to ~5 by the end)
+    assert firing["kv_exhausted"]["summary"] != resolved["kv_exhausted"]["summary"]
+    for rule, record in firing.items():
+        assert record["summary"] == said[rule], rule
