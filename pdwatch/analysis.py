@@ -253,13 +253,32 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
                                                              f"(port {port}, as its log's args say)"))
             endpoint = store.model.endpoint_of(source)
             if not store.stats(endpoint.name).empty and any(s != source for s in endpoint.sources):
-                notices.append(SourceNotice(source, "opened", f"{source}: {endpoint.name} has stats lines; "
-                                                             "its recorded scrapes are not used"))
+                filled = _preemptions_from_scrapes(store, endpoint.name, group)
+                told = f"; their preemption counts fill {filled} stats lines that print none" if filled else ""
+                notices.append(SourceNotice(source, "opened", f"{source}: {endpoint.name} has stats lines, which "
+                                                             f"are used{told}"))
                 continue
             endpoint.facts["stats_from_metrics"] = True
             store.add(group)
     store.flush()
     return notices
+
+
+def _preemptions_from_scrapes(store: Store, name: str, scrapes: list[Event]) -> int:
+    """The scrapes' preemption counts go to the log's stats lines that print none, interval by
+    interval, when the scrapes are close enough (3 stats intervals at most) to say which lines
+    had them; a count over a longer span stays out of the lines (they stay unknown)."""
+    interval = store.model.endpoints[name].facts.get("stats_interval_s") or 10.0
+    filled = 0
+    previous: dict[int, Any] = {}
+    for event in scrapes:
+        engine = 0 if event.engine is None else event.engine
+        increase = event.values.get("preemptions")
+        if increase is not None and engine in previous and \
+                (event.ts - previous[engine]).total_seconds() <= 3 * interval:
+            filled += store.spread_unknown(name, "preemptions", engine, previous[engine], event.ts, increase)
+        previous[engine] = event.ts
+    return filled
 
 
 def evaluation_times(store: Store, start: pd.Timestamp, end: pd.Timestamp) -> list[pd.Timestamp]:

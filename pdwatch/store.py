@@ -187,6 +187,32 @@ class Store:
     def _is_endpoint(self, endpoint: Endpoint) -> bool:
         return endpoint.name in self._servers or endpoint.role_from == "topology" or endpoint.name not in self._series
 
+    def spread_unknown(self, name: str, field: str, engine: int, after: Any, upto: Any, total: float) -> int:
+        """Give ``total`` (a preemption counter's increase over (after, upto], from /metrics) to the
+        lines of ``engine`` in that interval whose ``field`` the log left unknown; returns how many.
+
+        vLLM 0.32's stats line prints no Preemptions while its /metrics count them: with the
+        endpoint's scrapes beside its log, the lines learn them. The log cannot say which line
+        had them, so they are shared evenly by the lines where one could happen: requests
+        running with the cache at least 80% full (else every line with requests running);
+        the others are known to have had none."""
+        self.flush()
+        series = self._series.get(name)
+        if series is None or series.stats.empty:
+            return 0
+        frame = series.stats
+        rows = ((frame["engine"] == engine) & (frame["ts"] > pd.Timestamp(after)) & (frame["ts"] <= pd.Timestamp(upto))
+                & frame[field].isna())
+        if not rows.any():
+            return 0
+        busy = rows & (frame["running"] > 0)
+        full = busy & (frame["kv_usage_pct"] >= 80)
+        share = full if full.any() else busy
+        frame.loc[rows, field] = 0.0
+        if share.any():
+            frame.loc[share, field] = total / int(share.sum())
+        return int(rows.sum())
+
     def stats(self, name: str) -> pd.DataFrame:
         return self._series[name].stats if name in self._series else _empty(_STATS_COLUMNS)
 
