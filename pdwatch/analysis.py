@@ -28,6 +28,7 @@ from pdwatch.errors import require_inputs, require_one_existing
 from pdwatch.event_stream import EventStream
 from pdwatch.metrics.recorded import read_recorded_with_ports
 from pdwatch.sources import READ_FAILURES, FileTail, SourceNotice, SourceSet, is_ssh, is_url
+from pdwatch.sources.scrape_source import UNREAD_PAGE
 from pdwatch.store import UNSTORED_KINDS, Partial, Store, fold_events
 from pdwatch.throughput import Headline, headline
 from rules import Finding, Rule, RuleEngine, load_rules
@@ -69,7 +70,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
         notices = _read_on_every_core(store, files, sources.metrics_files, year, tz)
     store.flush()
     notices += _add_recorded_metrics(store, sources.metrics_files)
-    notices += [SourceNotice(src, "opened", f"{src}: no vLLM or Dynamo server lines (only tracebacks or access "
+    notices += [SourceNotice(src, "info", f"{src}: no vLLM or Dynamo server lines (only tracebacks or access "
                                             "lines): not an endpoint")
                 for e in store.not_servers() for src in e.sources]
 
@@ -240,6 +241,8 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
     for path in paths:
         events, errors, ports = read_recorded_with_ports(path)
         notices += [SourceNotice(path, "error", f"{path}: {e}") for e in errors]
+        if not events and not errors:
+            notices.append(SourceNotice(path, "info", f"{path}: {UNREAD_PAGE}"))
         by_source: dict[str, list[Event]] = {}
         for event in events:
             by_source.setdefault(event.source, []).append(event)
@@ -249,13 +252,13 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
             served = store.model.serving_port(port)
             if served is not None and source not in served.sources:
                 store.model.attach(source, served)
-                notices.append(SourceNotice(source, "opened", f"{source}: the /metrics of {served.name} "
+                notices.append(SourceNotice(source, "info", f"{source}: the /metrics of {served.name} "
                                                              f"(port {port}, as its log's args say)"))
             endpoint = store.model.endpoint_of(source)
             if not store.stats(endpoint.name).empty and any(s != source for s in endpoint.sources):
                 filled = _preemptions_from_scrapes(store, endpoint.name, group)
                 told = f"; their preemption counts fill {filled} stats lines that print none" if filled else ""
-                notices.append(SourceNotice(source, "opened", f"{source}: {endpoint.name} has stats lines, which "
+                notices.append(SourceNotice(source, "info", f"{source}: {endpoint.name} has stats lines, which "
                                                              f"are used{told}"))
                 continue
             endpoint.facts["stats_from_metrics"] = True

@@ -96,6 +96,7 @@ class EndpointRow:
     engine_rows: tuple[EngineRow, ...]
     sources: tuple[str, ...]
     stats_silence: str | None = None  # why it prints no stats lines, when its start-up lines say
+    frontend: tuple[tuple[str, float], ...] = ()  # a Dynamo frontend's latest /metrics figures (ttft_s, ...)
 
     @property
     def counted_tps(self) -> float | None:
@@ -803,7 +804,7 @@ class LiveSession:
             kv_usage_pct=sum(kv) / len(kv) if kv else None,
             last_seen=_dt(last_seen), stale_for_s=stale,
             interval_s=interval, history=history, engine_rows=tuple(engines), sources=tuple(ep.sources),
-            stats_silence=ep.stats_silence)
+            stats_silence=ep.stats_silence, frontend=_frontend_figures(stats) if ep.role == "frontend" else ())
 
     def _finding_row(self, f: Finding) -> FindingRow:
         evidence = tuple(Evidence(**evidence_entry(self.store, q)) for q in f.evidence)
@@ -973,6 +974,24 @@ def _val(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if v != v else v
+
+
+_FRONTEND_FIELDS = ("ttft_s", "itl_s", "frontend_inflight", "frontend_queued", "request_rate")
+
+
+def _frontend_figures(stats: pd.DataFrame) -> tuple[tuple[str, float], ...]:
+    """The newest value of each Dynamo frontend field in the last few rows (a latency needs a
+    request to have ended in the scrape interval, so the newest row may lack one)."""
+    if stats.empty:
+        return ()
+    tail = stats.tail(5)
+    out = []
+    for name in _FRONTEND_FIELDS:
+        if name in tail.columns:
+            values = tail[name].dropna()
+            if len(values):
+                out.append((name, float(values.iloc[-1])))
+    return tuple(out)
 
 
 def _sum(values: Any) -> float | None:

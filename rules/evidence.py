@@ -33,6 +33,14 @@ _LABELS = {
     "deferred": ("Deferred: ", " reqs"),
     "prefix_hit_pct": ("Prefix cache hit rate: ", "%"),
     "external_prefix_hit_pct": ("External prefix cache hit rate: ", "%"),
+    # a Dynamo frontend's /metrics row
+    "ttft_s": ("TTFT: ", " s"),
+    "itl_s": ("ITL: ", " s"),
+    "isl_tokens": ("ISL: ", " tokens"),
+    "osl_tokens": ("OSL: ", " tokens"),
+    "request_rate": ("Requests: ", "/s"),
+    "frontend_inflight": ("In flight: ", " reqs"),
+    "frontend_queued": ("Queued: ", " reqs"),
 }
 _TEXT_MAX = 400
 
@@ -72,8 +80,10 @@ def stats_text(engine: int, values: dict[str, float]) -> str:
     parts = []
     for name, v in values.items():
         pre, post = _LABELS[name]
-        shown = "n/a" if v != v else (f"{v:.0f}" if name in ("running", "waiting", "preemptions", "deferred")
-                                      else f"{v:.1f}")
+        shown = "n/a" if v != v else (
+            f"{v:.0f}" if name in ("running", "waiting", "preemptions", "deferred", "frontend_inflight",
+                                   "frontend_queued")
+            else f"{v:.3f}" if name in ("ttft_s", "itl_s") else f"{v:.1f}")
         parts.append(f"{pre}{shown}{post}")
     return f"Engine {engine:03d}: " + ", ".join(parts)
 

@@ -27,6 +27,14 @@ STATS_FIELDS = (
     "deferred",
     "prefix_hit_pct",
     "external_prefix_hit_pct",
+    # A Dynamo frontend's /metrics (pdwatch/metrics/dynamo.py): the user-facing side.
+    "ttft_s",
+    "itl_s",
+    "isl_tokens",
+    "osl_tokens",
+    "request_rate",
+    "frontend_inflight",
+    "frontend_queued",
 )
 
 # Start-up facts of an endpoint; a missing key means "unknown".

@@ -38,6 +38,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from parsers import Event
 
+from . import dynamo
+
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # newest first
@@ -50,8 +52,9 @@ _GAUGES = {RUNNING: "running", WAITING: "waiting"}
 # the log's prompt throughput counts local compute only (vLLM >= 0.16, when the by-source counter exists)
 _LOCAL_PROMPT = "_local_prompt_tps"
 _RATES = {PROMPT_TOKENS: "prompt_tps", GENERATION_TOKENS: "gen_tps", PROMPT_TOKENS_BY_SOURCE: _LOCAL_PROMPT}
-_WANTED = frozenset({RUNNING, WAITING, *KV_USAGE, PROMPT_TOKENS, PROMPT_TOKENS_BY_SOURCE, GENERATION_TOKENS,
-                     PREEMPTIONS})
+_VLLM_WANTED = frozenset({RUNNING, WAITING, *KV_USAGE, PROMPT_TOKENS, PROMPT_TOKENS_BY_SOURCE, GENERATION_TOKENS,
+                          PREEMPTIONS})
+_WANTED = _VLLM_WANTED | dynamo.WANTED
 
 
 class ExpositionError(ValueError):
@@ -135,7 +138,11 @@ def events_from_exposition(text: str, *, source: str, ts: datetime, line_no: int
     per_engine: dict[int | None, dict[str, Any]] = {}
     raw: dict[int | None, list[str]] = {}
     kv: dict[int | None, dict[str, float]] = {}
-    for name, labels, value in parse_samples(text):
+    samples = parse_samples(text)
+    frontend = dynamo.frontend_values(samples, state, source, epoch)
+    for name, labels, value in samples:
+        if name not in _VLLM_WANTED:
+            continue
         if name == PROMPT_TOKENS_BY_SOURCE and labels.get("source") != "local_compute":
             continue
         engine = _engine(labels)
@@ -180,7 +187,19 @@ def events_from_exposition(text: str, *, source: str, ts: datetime, line_no: int
         text_line = " ".join(filter(None, [header, f"engine={engine}", *raw[engine]]))
         events.append(Event(kind="stats", source=source, line_no=line_no, ts=ts, engine=engine,
                             level=None, values=values, text=text_line))
+    if frontend is not None:  # a Dynamo frontend's page: its user-facing latencies, one row
+        shown = " ".join(f"{k}={v:g}" for k, v in frontend.items() if v is not None)
+        text_line = " ".join(filter(None, [header, "dynamo frontend", shown]))
+        events.append(Event(kind="role_hint", source=source, line_no=line_no, ts=ts, engine=None, level=None,
+                            values={"role": "frontend"}, text=text_line))
+        events.append(Event(kind="stats", source=source, line_no=line_no, ts=ts, engine=None, level=None,
+                            values=frontend, text=text_line))
     return events
+
+
+def recognised(text: str) -> bool:
+    """Whether a page has any series pdwatch reads (vLLM's or a Dynamo frontend's)."""
+    return bool(parse_samples(text))
 
 
 def _int_if_whole(x: float) -> float | int:

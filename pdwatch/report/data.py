@@ -20,6 +20,8 @@ from rules import Finding
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 SUMMARY_FIELDS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct")
+FRONTEND_FIELDS = ("request_rate", "frontend_inflight", "frontend_queued", "ttft_s", "itl_s", "isl_tokens",
+                   "osl_tokens")
 KEY_ARGS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "data_parallel_size",
             "tensor_parallel_size", "api_server_count", "kv_role", "kv_connector", "max_capture_size",
             "num_speculative_tokens", "block_size", "async_scheduling", "enable_prefix_caching", "max_model_len")
@@ -92,6 +94,21 @@ def _endpoint_summary(store: Store, name: str, analysis: Analysis) -> dict[str, 
     totals = endpoint_totals(stats, interval) if not stats.empty else None
     for field in SUMMARY_FIELDS:
         values = totals[field].dropna() if totals is not None else pd.Series(dtype="float64")
+        out[field] = ({"p50": _num(float(np.percentile(values, 50))), "p95": _num(float(np.percentile(values, 95)))}
+                      if len(values) else {"p50": None, "p95": None})
+    out["frontend"] = _frontend_summary(stats)
+    if out["frontend"] is not None:
+        out["no_stats"] = None  # a Dynamo frontend's /metrics rows: its figures are the frontend ones
+    return out
+
+
+def _frontend_summary(stats: pd.DataFrame) -> dict[str, Any] | None:
+    """A Dynamo frontend's user-facing figures over the steady state (p50 / p95), from its /metrics."""
+    if stats.empty or not any(f in stats.columns and stats[f].notna().any() for f in FRONTEND_FIELDS):
+        return None
+    out: dict[str, Any] = {}
+    for field in FRONTEND_FIELDS:
+        values = stats[field].dropna() if field in stats.columns else pd.Series(dtype="float64")
         out[field] = ({"p50": _num(float(np.percentile(values, 50))), "p95": _num(float(np.percentile(values, 95)))}
                       if len(values) else {"p50": None, "p95": None})
     return out

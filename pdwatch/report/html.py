@@ -284,9 +284,17 @@ def _endpoints(endpoints: list[dict[str, Any]], deployment: dict[str, Any], find
     out = ['<section id="endpoints">', "<h2>Endpoints over the steady state <span class=\"muted\">(p50 / p95)</span></h2>"]
     rows = []
     for ep in endpoints:
-        cells = ("".join(_p50_p95(k, ep.get(k) or {}) for k in ("prompt_tps", "gen_tps", "running", "waiting",
-                                                                  "kv_usage_pct"))
-                 if not ep.get("no_stats") else f'<td colspan="5" class="muted">{_esc(ep["no_stats"])}</td>')
+        if ep.get("frontend"):
+            f = ep["frontend"]
+            text = (f"TTFT {_num((f['ttft_s'] or {}).get('p50'))} s, ITL "
+                    f"{_num(None if (f['itl_s'] or {}).get('p50') is None else f['itl_s']['p50'] * 1000)} ms, "
+                    f"{_num((f['request_rate'] or {}).get('p50'))} requests/s, "
+                    f"{_num((f['frontend_inflight'] or {}).get('p50'))} in flight (Dynamo /metrics, p50)")
+            cells = f'<td colspan="5">{_esc(text)}</td>'
+        else:
+            cells = ("".join(_p50_p95(k, ep.get(k) or {}) for k in ("prompt_tps", "gen_tps", "running", "waiting",
+                                                                      "kv_usage_pct"))
+                     if not ep.get("no_stats") else f'<td colspan="5" class="muted">{_esc(ep["no_stats"])}</td>')
         role = (roles.get(ep.get("name")) or {}).get("role", "?")
         rows.append(f'<tr><td>{_esc(ep.get("name"))}</td><td>{_esc(role)}</td>{cells}'
                     f'<td class="n">{_num(ep.get("stats_lines"))}</td><td class="nowrap">{_time(ep.get("last_seen"))}</td></tr>')

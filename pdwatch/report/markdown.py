@@ -19,6 +19,7 @@ def render(report: dict[str, Any]) -> str:
     out += _findings(report["findings"])
     out += _deployment(report["deployment"])
     out += _endpoints(report["endpoints"])
+    out += _frontends(report["endpoints"])
     out += _capacity(report["capacity"])
     if report["notices"]:
         out += ["## Input notices", ""] + [f"- {_cell(n)}" for n in report["notices"]] + [""]
@@ -85,11 +86,33 @@ def _deployment(deployment: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _frontends(endpoints: list[dict[str, Any]]) -> list[str]:
+    rows = [ep for ep in endpoints if ep.get("frontend")]
+    if not rows:
+        return []
+    lines = ["## Frontend, as users see it (Dynamo /metrics, p50 / p95)", "",
+             "| endpoint | requests/s | in flight | queued | TTFT s | ITL ms | ISL tokens | OSL tokens |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for ep in rows:
+        f = ep["frontend"]
+
+        def pair(key: str, scale: float = 1.0) -> str:
+            p50, p95 = f[key]["p50"], f[key]["p95"]
+            return (f"{fmt_num(None if p50 is None else p50 * scale)} / "
+                    f"{fmt_num(None if p95 is None else p95 * scale)}")
+        lines.append(f"| {_cell(ep['name'])} | {pair('request_rate')} | {pair('frontend_inflight')} | "
+                     f"{pair('frontend_queued')} | {pair('ttft_s')} | {pair('itl_s', 1000.0)} | "
+                     f"{pair('isl_tokens')} | {pair('osl_tokens')} |")
+    return lines + [""]
+
+
 def _endpoints(endpoints: list[dict[str, Any]]) -> list[str]:
     lines = ["## Endpoints over the steady state (p50 / p95)", "",
              "| endpoint | prompt tok/s | gen tok/s | running | waiting | KV usage % | stats lines | last line |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
     for ep in endpoints:
+        if ep.get("frontend"):
+            continue  # a frontend's figures are its own table
         if ep.get("no_stats"):
             cells = [_cell(ep["no_stats"]), "", "", "", ""]
         else:

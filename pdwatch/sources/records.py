@@ -20,6 +20,7 @@ NOTICE_KINDS = frozenset(
         "not_a_file",
         "down",  # a remote source (URL, ssh) became unreachable; it is retried
         "up",  # a remote source is reachable again
+        "info",  # what pdwatch made of a source: a scrape joined to an endpoint, a page with nothing to read
     }
 )
 

@@ -25,6 +25,11 @@ def is_url(arg: str) -> bool:
     return arg.lower().startswith(URL_SCHEMES)
 
 
+# What a /metrics page with no series pdwatch reads is told (also for recorded scrapes).
+UNREAD_PAGE = ("its /metrics page has no vllm: or dynamo_frontend_ series, the ones pdwatch reads "
+               "(vLLM 0.32 started with --disable-log-stats serves none)")
+
+
 class ScrapeSource:
     def __init__(self, url: str, *, interval: float = 2.0, timeout: float = 5.0,
                  fetch_text: Callable[[str, float], str] | None = None,
@@ -38,6 +43,8 @@ class ScrapeSource:
         self._queue: queue.Queue[ScrapeBlock | str] = queue.Queue(_QUEUE_SCRAPES)  # str = failure reason
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._unread_page = False  # set by the scrape thread: a page with nothing pdwatch reads
+        self._told_unread = False
 
     def start(self) -> None:
         if self._thread is None:
@@ -61,6 +68,9 @@ class ScrapeSource:
                 elif not self.up:
                     out.append(SourceNotice(self.url, "up", f"{self.url}: reachable again"))
                 self.up = True
+                if self._unread_page and not self._told_unread:
+                    self._told_unread = True
+                    out.append(SourceNotice(self.url, "info", f"{self.url}: {UNREAD_PAGE}"))
                 out.append(item)
             elif self.up is not False:
                 self.up = False
@@ -84,7 +94,8 @@ class ScrapeSource:
         try:
             text = (self._fetch or fetch)(self.url, self.timeout)
             ts = self._clock()
-            parse_samples(text)  # a page that is not an exposition counts as a failure, with its reason
+            if not parse_samples(text):  # a page that is not an exposition counts as a failure, with its reason
+                self._unread_page = True  # one without a series pdwatch reads is said once (poll)
         except ScrapeError as exc:
             return str(exc).removeprefix(f"{self.url}: ")
         except ExpositionError as exc:

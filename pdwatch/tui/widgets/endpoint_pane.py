@@ -95,7 +95,27 @@ def render_title(row: EndpointRow) -> Text:
     return out
 
 
+def render_frontend(figures: dict[str, float]) -> Text:
+    """A Dynamo frontend: what users see (its /metrics), not an engine's stats."""
+    out = Text()
+    parts = []
+    if "ttft_s" in figures:
+        parts.append(f"TTFT {figures['ttft_s']:.2f} s")
+    if "itl_s" in figures:
+        parts.append(f"ITL {1000 * figures['itl_s']:.1f} ms")
+    if "frontend_inflight" in figures:
+        parts.append(f"in flight {count(figures['frontend_inflight'])}")
+    if "frontend_queued" in figures:
+        parts.append(f"queued {count(figures['frontend_queued'])}")
+    if "request_rate" in figures:
+        parts.append(f"{rate(figures['request_rate'])} req/s")
+    out.append(" │ ".join(parts))
+    return out
+
+
 def render_numbers(row: EndpointRow) -> Text:
+    if row.frontend:
+        return render_frontend(dict(row.frontend))
     if not row.engine_rows and not row.history:
         if row.stats_silence:  # the server said it will print none: say why, in words
             return Text(f"no stats lines: {row.stats_silence}", style="bold yellow")
