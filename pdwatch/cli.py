@@ -39,8 +39,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# Options whose value may be a negative offset ("--start -1m": a minute before the end), which
+# argparse would otherwise take for an option of its own.
+_OFFSET_OPTIONS = ("--start",)
+
+
+def _join_negative_offsets(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in _OFFSET_OPTIONS and i + 1 < len(argv) and argv[i + 1][:1] == "-" and argv[i + 1][1:2].isdigit():
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = _join_negative_offsets(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)  # top-level options take no value
     args = build_parser(chosen).parse_args(argv)
     try:

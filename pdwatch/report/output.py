@@ -28,6 +28,9 @@ def write_atomically(path: str, text: str, inputs: list[str]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as out:
             out.write(text)
             out.flush()
+            # mkstemp makes the file 0600; a report is meant to be shared: the mode a new
+            # file gets under the umask, as any other writer's output would.
+            os.fchmod(out.fileno(), 0o666 & ~_umask())
             os.fsync(out.fileno())
         os.replace(tmp, target)
     except BaseException as exc:
@@ -40,3 +43,16 @@ def write_atomically(path: str, text: str, inputs: list[str]) -> None:
         if isinstance(exc, OSError):
             raise UsageError(f"{path}: could not write the report: {exc.strerror or exc}") from None
         raise
+
+
+def _umask() -> int:
+    try:  # Linux says it without changing it (other threads may be creating files)
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere the only way to read it is to set it; put it back at once
+    os.umask(mask)
+    return mask

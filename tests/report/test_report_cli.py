@@ -132,3 +132,12 @@ def test_a_bad_topology_entry_is_named_by_file_and_line(tmp_path, capsys):
     assert cli_main(["report", "--topology-file", str(topology), str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == (f"pdwatch: error: {topology}:5: endpoints[1]: 'role' must be one of "
                                                "prefill, decode, aggregated, frontend, unknown")
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_a_report_file_gets_the_mode_the_umask_gives(tmp_path, umask, mode):
+    out = tmp_path / "report.md"
+    result = subprocess.run(["sh", "-c", f"umask {umask:03o} && exec \"$0\" -m pdwatch report \"$1\" -o \"$2\"",
+                             sys.executable, str(CPU_LOGS / "s2_seqs4.log"), str(out)], capture_output=True)
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_mode & 0o777 == mode

@@ -270,3 +270,10 @@ def test_a_replay_prints_what_live_printed_when_the_finding_fired(capsys):
     assert firing["kv_exhausted"]["summary"] != resolved["kv_exhausted"]["summary"]
     for rule, record in firing.items():
         assert record["summary"] == said[rule], rule
+
+
+def test_replay_start_takes_a_negative_offset_on_the_command_line(capsys):
+    # "--start -1m" (documented: a minute before the end) must not be read as an option
+    assert main(["replay", str(PREFILL_BOUND), "--start", "-1m", "--speed", "max", "--headless", "--jsonl"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert records and all(x["at"] >= "2026-05-29T14:01:29" for x in records)
