@@ -31,6 +31,7 @@ from pdwatch.sources import READ_FAILURES, FileTail, SourceNotice, SourceSet, is
 from pdwatch.sources.scrape_source import UNREAD_PAGE
 from pdwatch.store import UNSTORED_KINDS, Partial, Store, fold_events
 from pdwatch.throughput import Headline, headline
+from pdwatch.topology_file import unmatched_notices
 from rules import Finding, Rule, RuleEngine, load_rules
 
 _BATCH = 20_000
@@ -70,6 +71,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
         notices = _read_on_every_core(store, files, sources.metrics_files, year, tz)
     store.flush()
     notices += _add_recorded_metrics(store, sources.metrics_files)
+    notices += unmatched_notices(store.model.specs, list(sources.sources) + list(sources.metrics_files))
     notices += [SourceNotice(src, "info", f"{src}: no vLLM or Dynamo server lines (only tracebacks or access "
                                             "lines): not an endpoint")
                 for e in store.not_servers() for src in e.sources]

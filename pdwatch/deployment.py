@@ -35,17 +35,39 @@ _KV_ROLE = {"kv_producer": "prefill", "kv_consumer": "decode"}
 @dataclass(frozen=True)
 class EndpointSpec:
     """One endpoint declared by the user (topology file), or with an empty name a role for
-    every matching file (``--prefill GLOB``), each file keeping the endpoint its name gives."""
+    every matching file (``--prefill GLOB``), each file keeping the endpoint its name gives.
+
+    A local glob with a folder in it is matched against the source's resolved absolute path
+    (a topology file's relative globs are made absolute from the file's own folder when it
+    is read, as docker-compose and Prometheus file_sd do); a bare file-name glob
+    (``*_decode_w0.out``) against the source's file name. URLs and ``host:/path`` ssh
+    sources are compared as written."""
 
     name: str
     role: str
     globs: tuple[str, ...]
     gpus: int | None = None
+    written: tuple[str, ...] = ()  # the globs as the user wrote them, for notices
 
     def matches(self, source: str) -> bool:
         base = os.path.basename(source)
-        # equality first: a URL such as http://[::1]:8000/metrics is not a valid glob of itself
-        return any(source == g or fnmatch.fnmatch(source, g) or fnmatch.fnmatch(base, g) for g in self.globs)
+        resolved = _resolved(source)
+        for g in self.globs:
+            # equality first: a URL such as http://[::1]:8000/metrics is not a valid glob of itself
+            if source == g or fnmatch.fnmatch(source, g):
+                return True
+            if "/" not in g and fnmatch.fnmatch(base, g):
+                return True
+            if resolved is not None and os.path.isabs(g) and fnmatch.fnmatch(resolved, g):
+                return True
+        return False
+
+
+def _resolved(source: str) -> str | None:
+    """A local source's resolved absolute path (None for URLs, ssh sources and stdin)."""
+    if source == "-" or "://" in source or (":" in source.split("/", 1)[0] and not os.path.exists(source)):
+        return None
+    return os.path.realpath(source)
 
 
 @dataclass
@@ -137,6 +159,7 @@ class DeploymentModel:
 
     def __init__(self, specs: Iterable[EndpointSpec] = ()) -> None:
         self._specs = list(specs)
+        self.specs = tuple(self._specs)
         self.endpoints: dict[str, Endpoint] = {}
         self._by_source: dict[str, Endpoint] = {}
         for spec in self._specs:

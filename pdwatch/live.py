@@ -351,6 +351,7 @@ class LiveSession:
         self._buffer_keys: list[int] = []  # microseconds since the epoch
         self._released = 0
         self._loaded = False
+        self._told_unmatched = False
         self._data_start: pd.Timestamp | None = None
         self._data_end: pd.Timestamp | None = None
         self._step = pd.Timedelta(seconds=DEFAULT_INTERVAL_S)
@@ -553,6 +554,10 @@ class LiveSession:
             self._tick_replay(incoming, source_done, wall)
         if self.exporter is not None:  # the thread that owns the store hands the exporter a snapshot
             self.exporter.update(self.store, self._findings, sources_up=self.sources.sources_up)
+        if not self._told_unmatched:  # once: the topology endpoints no source matches
+            self._told_unmatched = True
+            from pdwatch.topology_file import unmatched_notices
+            notices = notices + unmatched_notices(self._specs, list(self.sources.sources))
         return self._snapshot(notices)
 
     def _tick_watch(self, incoming: list[Event], wall: float) -> None:

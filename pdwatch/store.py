@@ -185,7 +185,10 @@ class Store:
         return [e for e in self.model.endpoints.values() if not self._is_endpoint(e)]
 
     def _is_endpoint(self, endpoint: Endpoint) -> bool:
-        return endpoint.name in self._servers or endpoint.role_from == "topology" or endpoint.name not in self._series
+        if endpoint.role_from == "topology":  # declared: an endpoint once a source is its
+            return bool(endpoint.sources)
+        return endpoint.name in self._servers or endpoint.name not in self._series
+
 
     def spread_unknown(self, name: str, field: str, engine: int, after: Any, upto: Any, total: float) -> int:
         """Give ``total`` (a preemption counter's increase over (after, upto], from /metrics) to the

@@ -16,17 +16,21 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Iterable
 
 import yaml
 
 from pdwatch.deployment import ROLES, EndpointSpec
 from pdwatch.errors import UsageError
 from pdwatch.metrics.urls import normalize_url
+from pdwatch.sources.records import SourceNotice
 from pdwatch.sources.ssh_spec import is_ssh, parse_ssh
 
 
 def load_topology(path: str) -> list[EndpointSpec]:
+    folder = os.path.dirname(os.path.realpath(path))
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -66,12 +70,37 @@ def load_topology(path: str) -> list[EndpointSpec]:
             raise UsageError(f"{where}: 'urls' must be a list of http://HOST:PORT/metrics URLs")
         if not globs and not urls:
             raise UsageError(f"{where}: give 'globs' (log files) or 'urls' (/metrics), or both")
-        globs = [_source_pattern(g, where) for g in globs] + [_url(u, where) for u in urls]
+        written = tuple(globs) + tuple(urls)
+        globs = [_local(_source_pattern(g, where), folder) for g in globs] + [_url(u, where) for u in urls]
         gpus = entry.get("gpus")
         if gpus is not None and (not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1):
             raise UsageError(f"{where}: 'gpus' must be a positive integer")
-        specs.append(EndpointSpec(name, role, tuple(globs), gpus))
+        specs.append(EndpointSpec(name, role, tuple(globs), gpus, written))
     return specs
+
+
+def _local(pattern: str, folder: str) -> str:
+    """A local glob with a folder in it, absolute and resolved: relative ones from the topology
+    file's folder (not the current one), the folder part through its symlinks."""
+    if pattern.startswith(("http://", "https://")) or "/" not in pattern or _is_ssh_name(pattern):
+        return pattern
+    absolute = pattern if os.path.isabs(pattern) else os.path.join(folder, pattern)
+    head, tail = absolute, ""
+    while any(c in head for c in "*?["):  # resolve the part before the first wildcard
+        head, part = os.path.split(head)
+        tail = os.path.join(part, tail) if tail else part
+    return os.path.join(os.path.realpath(head), tail) if tail else os.path.realpath(head)
+
+
+def _is_ssh_name(pattern: str) -> bool:
+    """``host:/path``, as an ssh source is named."""
+    host, sep, rest = pattern.partition(":")
+    return bool(sep) and "/" not in host and rest.startswith("/")
+
+
+def spec_urls(specs: list[EndpointSpec]) -> list[str]:
+    """The /metrics URLs the endpoints declare: sources of those endpoints."""
+    return [g for spec in specs for g in spec.globs if g.startswith(("http://", "https://"))]
 
 
 def _entry_lines(text: str) -> list[int]:
@@ -113,3 +142,11 @@ def role_globs(prefill: list[str] | None, decode: list[str] | None) -> list[Endp
         if globs:
             specs.append(EndpointSpec("", role, tuple(_source_pattern(g, f"--{role}") for g in globs)))
     return specs
+
+
+def unmatched_notices(specs: Iterable[EndpointSpec], sources: list[str]) -> list[SourceNotice]:
+    """One notice per topology endpoint that none of the sources matches (it is left out of the
+    deployment, not reported as an endpoint that prints nothing)."""
+    return [SourceNotice(spec.name, "info", f"topology endpoint {spec.name} matches none of the sources "
+                                            f"(globs: {', '.join(spec.written or spec.globs)}); left out")
+            for spec in specs if spec.name and not any(spec.matches(src) for src in sources)]

@@ -91,7 +91,9 @@ def build_session(args: argparse.Namespace) -> LiveSession:
     specs = deployment_specs(args)
     rules = load_rule_set(args)
     kwargs: dict = {}
-    if args.mode == "watch":  # URLs are scraped every --scrape-interval
+    if args.mode == "watch":  # URLs are scraped every --scrape-interval, the topology's too
+        from pdwatch.topology_file import spec_urls
+        args.paths = args.paths + [u for u in spec_urls(specs) if u not in args.paths]
         kwargs["sources"] = SourceSet(args.paths, follow=True, scrape_interval=args.scrape_interval)
     if args.mode == "replay":
         try:
