@@ -49,6 +49,8 @@ STALE_INTERVALS = 3  # an endpoint silent for more than 3 stats intervals is sta
 DEFAULT_INTERVAL_S = 10.0
 HISTORY_POINTS = 40
 WATCH_IDLE_EVAL_S = 2.0  # watch: with no new lines, the rules are evaluated at most this often
+RECENT_PAST_S = 600.0  # watch: the log time before the newest line judged at start (logs already there)
+_WATCH_MAX_STEPS = 600  # watch: a catch-up is evaluated on a coarser grid beyond this many steps
 _MAX_STEPS = 3000  # as analysis: a days-long replay at max speed is evaluated on a coarser grid
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -581,9 +583,38 @@ class LiveSession:
         due = self._last_eval is None or (clock > self._last_eval and (
             bool(incoming) or clock - self._last_eval >= pd.Timedelta(seconds=WATCH_IDLE_EVAL_S)))
         if due:
-            self.engine.evaluate(self.store.view(), clock.floor("us").to_pydatetime())
+            view = self.store.view()
+            for now in self._watch_steps(clock):
+                self.engine.evaluate(view, now.floor("us").to_pydatetime())
             self._last_eval = clock
         self._findings = self.engine.findings()
+
+    def _watch_steps(self, clock: pd.Timestamp) -> list[pd.Timestamp]:
+        """The times to evaluate at, up to ``clock``: the rule clock steps through what came in
+        since the last evaluation at the stats interval, as a replay does, so a ``for:`` hold
+        can be met by lines that arrived at once. On the first evaluation that is the recent
+        past of logs that were already there (at most RECENT_PAST_S of log time): watching
+        a job in trouble shows the trouble at once."""
+        start = self._last_eval
+        if start is None:
+            first = self._first_ts()
+            if first is None:
+                return [clock]
+            start = max(first, clock - pd.Timedelta(seconds=RECENT_PAST_S))
+        intervals = [e.facts["stats_interval_s"] for e in self.store.endpoints() if e.facts.get("stats_interval_s")]
+        step = pd.Timedelta(seconds=min(intervals) if intervals else DEFAULT_INTERVAL_S)
+        if clock - start <= step:
+            return [clock]
+        step = max(step, (clock - start) / _WATCH_MAX_STEPS)
+        times = list(pd.date_range(start + step, clock, freq=step)) if self._last_eval is not None else \
+            list(pd.date_range(start, clock, freq=step))
+        return times if times and times[-1] == clock else times + [clock]
+
+    def _first_ts(self) -> pd.Timestamp | None:
+        firsts = [frame["ts"].min() for e in self.store.endpoints()
+                  for frame in (self.store.stats(e.name), self.store.events(e.name)) if not frame.empty]
+        firsts = [t for t in firsts if t == t]
+        return min(firsts) if firsts else None
 
     def _tick_replay(self, incoming: list[Event], source_done: bool, wall: float) -> None:
         if incoming:

@@ -168,6 +168,42 @@ def default_export_path(paths: list[str], cwd: str | None = None) -> str:
     return os.path.join(folder, "pdwatch-live-report.md")
 
 
+class Progress:
+    """A headless replay's progress on stderr (every PROGRESS_S of wall time) and its closing line,
+    so a slow replay is never silent and its end says what it found."""
+
+    PROGRESS_S = 10.0
+
+    def __init__(self, err: TextIO | None, clock: Callable[[], float]) -> None:
+        self.err, self.clock = err, clock
+        self.last = clock()
+
+    def show(self, snapshot: Snapshot) -> None:
+        now = self.clock()
+        if self.err is None or now - self.last < self.PROGRESS_S or snapshot.done:
+            return
+        self.last = now
+        if snapshot.loading or snapshot.clock is None:
+            print("pdwatch: replay: reading the logs", file=self.err, flush=True)
+            return
+        share = ""
+        if snapshot.start is not None and snapshot.end is not None and snapshot.end > snapshot.start:
+            share = f", {100 * (snapshot.clock - snapshot.start) / (snapshot.end - snapshot.start):.0f}% of the logs"
+        print(f"pdwatch: replay at {snapshot.clock.strftime('%Y-%m-%d %H:%M:%S')}{share}, "
+              f"{len(snapshot.all_findings)} finding(s) so far", file=self.err, flush=True)
+
+    def finish(self, snapshot: Snapshot) -> None:
+        if self.err is None:
+            return
+        counts = {s: sum(f.severity == s for f in snapshot.all_findings) for s in ("critical", "warning", "info")}
+        still = sum(f.end is None for f in snapshot.all_findings)
+        span = (f" over {snapshot.start.strftime('%Y-%m-%d %H:%M:%S')} - {snapshot.end.strftime('%H:%M:%S')}"
+                if snapshot.start is not None and snapshot.end is not None else "")
+        kinds = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "none"
+        print(f"pdwatch: replay finished{span}: {len(snapshot.all_findings)} finding(s) ({kinds}), "
+              f"{still} still firing at the end of the logs", file=self.err, flush=True)
+
+
 def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jsonl: bool = False,
                  stop: threading.Event | None = None, err: TextIO | None = sys.stderr,
                  clock: Callable[[], float] = time.monotonic) -> int:
@@ -182,6 +218,7 @@ def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jso
     live = session.mode == "watch"
     last_tick = -math.inf
     fresh = False  # lines read since the last update
+    progress = Progress(err, clock) if session.mode == "replay" else None
     try:
         while not stop.is_set():
             while session.ingest(2000) and (session.mode == "replay" or not stop.is_set()):
@@ -194,7 +231,11 @@ def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jso
             last_tick, fresh = now, False
             snapshot = session.tick()
             print_changes(snapshot, out, jsonl, err)
+            if progress is not None:
+                progress.show(snapshot)
             if snapshot.done:  # a replay's end: 2 when an input could not be read, as parse and report
+                if progress is not None:
+                    progress.finish(snapshot)
                 return 2 if session.read_failures else 0
             if replay_max and not snapshot.loading:
                 continue

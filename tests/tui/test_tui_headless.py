@@ -277,3 +277,40 @@ def test_replay_start_takes_a_negative_offset_on_the_command_line(capsys):
     assert main(["replay", str(PREFILL_BOUND), "--start", "-1m", "--speed", "max", "--headless", "--jsonl"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert records and all(x["at"] >= "2026-05-29T14:01:29" for x in records)
+
+
+def test_watch_on_logs_already_there_shows_their_trouble_at_once():
+    # The operator starts watching a job in trouble: the recent past of its logs is judged
+    # at start (as a replay would), not only the newest line, so kv_exhausted is printed now.
+    session = LiveSession([str(REPO / "samples" / "kv-exhausted")], mode="watch", poll_interval=0.05)
+    out, err = io.StringIO(), io.StringIO()
+    stop = threading.Event()
+    thread = threading.Thread(target=run_headless, args=(session, out),
+                              kwargs={"refresh": 0.2, "jsonl": True, "stop": stop, "err": err})
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and '"kv_exhausted"' not in out.getvalue():
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(10)
+        session.close()
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    (finding,) = [r for r in records if r["rule"] == "kv_exhausted" and r["state"] == "firing"]
+    assert finding["endpoint"] == "decode_w0" and finding["severity"] == "critical"
+    assert finding["start"] < "2026-05-29T14:03"  # at its time in the logs, not when watching began
+
+
+def test_a_headless_replay_says_how_far_it_is_and_what_it_found(monkeypatch):
+    from pdwatch.commands import watch
+
+    monkeypatch.setattr(watch.Progress, "PROGRESS_S", 0.0)
+    session = LiveSession([str(PREFILL_BOUND)], mode="replay", speed=400.0)
+    out, err = io.StringIO(), io.StringIO()
+    assert run_headless(session, out, refresh=0.05, err=err) == 0
+    lines = err.getvalue().splitlines()
+    progress = [line for line in lines if line.startswith("pdwatch: replay at ")]
+    assert progress and all("% of the logs" in line for line in progress)
+    assert lines[-1].startswith("pdwatch: replay finished over 2026-05-29 13:57:51 - 14:02:29: ")
+    assert "warning" in lines[-1] and "still firing at the end of the logs" in lines[-1]
