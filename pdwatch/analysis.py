@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import tzinfo
@@ -91,11 +92,16 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
                     sources.metrics_files, clock, capacity)
 
 
+def _progress(message: str) -> None:
+    """A long read (remote files over ssh) says how far it is, on stderr."""
+    print(f"pdwatch: {message}", file=sys.stderr, flush=True)
+
+
 def _read_here(store: Store, sources: SourceSet, year: int | None, tz: tzinfo | None) -> list[SourceNotice]:
     """The sequential read: one ``EventStream`` over every source, events in batches."""
     notices: list[SourceNotice] = []
     batch: list[Event] = []
-    for item in EventStream(sources, year=year, tz=tz, skip_kinds=UNSTORED_KINDS):
+    for item in EventStream(sources, year=year, tz=tz, skip_kinds=UNSTORED_KINDS, progress=_progress):
         if isinstance(item, SourceNotice):
             notices.append(item)
             continue

@@ -51,7 +51,7 @@ class EndpointSpec:
 
     def matches(self, source: str) -> bool:
         base = os.path.basename(source)
-        resolved = _resolved(source)
+        resolved = _resolved(source) or _remote_path(source)
         for g in self.globs:
             # equality first: a URL such as http://[::1]:8000/metrics is not a valid glob of itself
             if source == g or fnmatch.fnmatch(source, g):
@@ -61,6 +61,12 @@ class EndpointSpec:
             if resolved is not None and os.path.isabs(g) and fnmatch.fnmatch(resolved, g):
                 return True
         return False
+
+
+def _remote_path(source: str) -> str | None:
+    """The remote path of an ssh source named ``host:/path`` (a topology's absolute globs match it)."""
+    host, sep, path = source.partition(":")
+    return path if sep and host and "/" not in host and path.startswith("/") else None
 
 
 def _resolved(source: str) -> str | None:

@@ -23,8 +23,8 @@ def require_inputs(sources, paths: list[str]) -> None:
 def require_one_existing(sources) -> None:
     """A finished run whose every input is a missing file has nothing to show: one line, not
     an empty report or dashboard around it. (URLs, ssh and stdin are not files to check.)"""
-    from pdwatch.sources import is_ssh, is_url  # here: the CLI loads this module before any source
-    if sources.metrics_files or not sources.sources:
-        return
-    if all(not is_url(p) and not is_ssh(p) and p != "-" and not os.path.exists(p) for p in sources.sources):
-        raise UsageError(f"{sources.sources[0]}: no such file")
+    if sources.metrics_files or not sources.sources or sources.has_remote:
+        return  # a remote glob is listed by its own ssh source, which says what it finds
+    local = sources.local_files
+    if local and all(not os.path.exists(p) for p in local):
+        raise UsageError(f"{local[0]}: no such file")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from datetime import tzinfo
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from parsers import Event, LogScanner
 from pdwatch.sources import LineBlock, ScrapeBlock, SourceNotice, SourceSet
@@ -17,9 +17,11 @@ from pdwatch.sources import LineBlock, ScrapeBlock, SourceNotice, SourceSet
 
 class EventStream:
     def __init__(self, sources: SourceSet, *, year: int | None = None, tz: tzinfo | None = None,
-                 skip_kinds: frozenset[str] = frozenset()) -> None:
-        """``skip_kinds``: event kinds the reader has no use for (see ``LogScanner``)."""
+                 skip_kinds: frozenset[str] = frozenset(), progress: Callable[[str], None] | None = None) -> None:
+        """``skip_kinds``: event kinds the reader has no use for (see ``LogScanner``); ``progress``
+        hears how far the remote sources are (``SourceSet.blocks``)."""
         self._sources = sources
+        self._progress = progress
         self._skip_kinds = frozenset(skip_kinds)
         self._year = year
         self._tz = tz
@@ -27,7 +29,7 @@ class EventStream:
         self._counters: dict[str, Any] = {}  # per URL: the previous scrape's counters (CounterState)
 
     def __iter__(self) -> Iterator[Event | SourceNotice]:
-        for item in self._sources.blocks():
+        for item in self._sources.blocks(progress=self._progress):
             if isinstance(item, SourceNotice):
                 yield item
                 continue

@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     for notice in analysis.notices:
         if notice.kind not in ("opened", "metrics_file"):  # recorded scrapes are read by the report
             print(f"pdwatch: {notice.message}", file=sys.stderr)
+    if analysis.failed_sources and not analysis.store.endpoints():
+        return 2  # nothing could be read (e.g. every remote file): the lines above say why; no empty report
     report = data.build(analysis)
     text = render(report, args.format)
     if args.output:

@@ -108,6 +108,16 @@ class SourceSet:
         return list(self._metrics)
 
     @property
+    def local_files(self) -> list[str]:
+        """The local files named or matched (not URLs, ssh sources or stdin)."""
+        return sorted([*self._tails, *self._unclassified])
+
+    @property
+    def has_remote(self) -> bool:
+        """Whether an ssh:// argument or a URL is among the sources."""
+        return bool(self._remotes or self._scrapes)
+
+    @property
     def sources(self) -> list[str]:
         names = [*self._tails, *self._unclassified, *self._scrapes]
         for remote in self._remotes:
@@ -166,10 +176,21 @@ class SourceSet:
             self._pending = []
         return out
 
-    def blocks(self) -> Iterator[Item]:
+    def blocks(self, progress: Callable[[str], None] | None = None, every_s: float = 5.0) -> Iterator[Item]:
+        """Every block and notice until each source is at its end (follow: until stopped).
+        ``progress`` is told how much the remote sources delivered, every ``every_s`` seconds,
+        while any is still reading: a report over ssh is never silent."""
+        remote_bytes, told_at = 0, self._clock()
         try:
             while not self._stop.is_set():
                 items = self.poll()
+                if progress is not None and self._remotes:
+                    remote_bytes += sum(len(i.data) for i in items if isinstance(i, LineBlock) and not
+                                        i.source.startswith("/") and ":" in i.source.split("/", 1)[0])
+                    if self._clock() - told_at >= every_s:
+                        told_at = self._clock()
+                        files = sum(len(r.tails) for r in self._remotes)
+                        progress(f"reading {files} remote file(s) over ssh: {remote_bytes / 1e6:.1f} MB so far")
                 yield from items
                 files_done = all(t.at_eof for t in self._tails.values()) and not self._unclassified
                 remotes_done = all(r.at_eof for r in self._remotes)
