@@ -166,6 +166,7 @@ class DeploymentModel:
     def __init__(self, specs: Iterable[EndpointSpec] = ()) -> None:
         self._specs = list(specs)
         self.specs = tuple(self._specs)
+        self.absorbed: list[tuple[str, str]] = []  # (endpoint, into): URL endpoints claimed by a log
         self.endpoints: dict[str, Endpoint] = {}
         self._by_source: dict[str, Endpoint] = {}
         for spec in self._specs:
@@ -202,6 +203,22 @@ class DeploymentModel:
         self._by_source[source] = endpoint
         endpoint.sources.append(source)
 
+    def _claim_urls(self, endpoint: Endpoint, port: int) -> None:
+        """A URL on ``port`` scraped before this log said its port made an endpoint of its own
+        (``host:port``): it is this endpoint's /metrics. Its sources move here; the store moves
+        its rows (``absorbed``)."""
+        if self.serving_port(port) is not endpoint:
+            return
+        for other in list(self.endpoints.values()):
+            if other is endpoint or other.role_from == "topology" or not other.sources:
+                continue
+            if all(_is_url(src) and urlsplit(src).port == port for src in other.sources):
+                for src in other.sources:
+                    self._by_source[src] = endpoint
+                    endpoint.sources.append(src)
+                del self.endpoints[other.name]
+                self.absorbed.append((other.name, endpoint.name))
+
     def serving_port(self, port: int | None) -> Endpoint | None:
         """The one endpoint whose log says its server listens on ``port`` (None if none or several:
         every node of a multi-node job may use the same port, and then only a topology can tell)."""
@@ -228,6 +245,7 @@ class DeploymentModel:
         args = event.values["args"]
         if isinstance(args.get("port"), int) and not isinstance(args["port"], bool):
             endpoint.facts["port"] = args["port"]  # where its /metrics are: a scrape of that port is this endpoint
+            self._claim_urls(endpoint, args["port"])
         namespace = event.values.get("form") == "namespace"
         where = f"{'Namespace args' if namespace else 'non-default args'}, line {event.line_no}"
         for key in PARALLEL_KEYS:

@@ -148,8 +148,25 @@ class Store:
             rows.append((event.ts, event.engine, event.kind, event.source, line_no,
                          event.text, event.values.get("reason")))
         series.stats_rows.extend(part.stats_rows)
+        while self.model.absorbed:  # a log claimed an endpoint made of its URL: one endpoint, one series
+            self._absorb(*self.model.absorbed.pop(0))
         if part.last_ts is not None:
             series.last_ts = part.last_ts
+
+    def _absorb(self, old: str, into: str) -> None:
+        gone = self._series.pop(old, None)
+        if gone is None:
+            return
+        target = self._series.setdefault(into, _Series())
+        self.flush()
+        target.stats_rows.extend(tuple(r) for r in gone.stats.itertuples(index=False, name=None))
+        target.stats_rows.extend(gone.stats_rows)
+        target.event_rows.extend(tuple(r) for r in gone.events.itertuples(index=False, name=None))
+        target.event_rows.extend(gone.event_rows)
+        if gone.last_ts is not None and (target.last_ts is None or gone.last_ts > target.last_ts):
+            target.last_ts = gone.last_ts
+        self._servers.discard(old)
+        self._servers.add(into)
 
     def flush(self) -> None:
         for name, series in self._series.items():

@@ -115,3 +115,59 @@ def test_a_topologys_urls_are_watched_without_being_given_as_paths(tmp_path: Pat
     assert f"{base}/metrics" in session.sources.sources
     assert [row.name for row in snapshot.endpoints] == ["agg"]
     assert len(server.served) >= 2
+
+
+def test_a_log_and_the_url_of_its_port_are_one_endpoint_live(tmp_path: Path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "metrics"))
+    from metrics_server import serve
+
+    from pdwatch.live import LiveSession
+    from pdwatch.sources import SourceSet
+
+    capture = REAL_LOGS / "captures" / "kv_pressure"
+    page = (capture / "metrics.txt").read_text().split("=====\n", 2)[2].split("# =====", 1)[0]
+    with serve([page]) as (base, server):
+        port = base.rsplit(":", 1)[1]
+        # the real log, as if its server had listened on the test server's port
+        log = tmp_path / "server.log"
+        log.write_text((capture / "server.log").read_text().replace("51867", port))
+        url = f"{base}/metrics"
+        session = LiveSession([str(log), url], mode="watch",
+                              sources=SourceSet([str(log), url], follow=True, scrape_interval=0.2))
+        try:
+            deadline = time.monotonic() + 15
+            snapshot = None
+            while time.monotonic() < deadline:
+                session.ingest(1000)
+                snapshot = session.tick()
+                if len(server.served) >= 3 and any(url in row.sources for row in snapshot.endpoints):
+                    break
+                time.sleep(0.1)
+        finally:
+            session.close()
+    assert [row.name for row in snapshot.endpoints] == ["server"]
+    assert set(snapshot.endpoints[0].sources) == {str(log), url}
+    assert len({f.endpoint for f in snapshot.all_findings}) <= 1
+
+
+def test_a_url_scraped_before_its_log_said_its_port_joins_the_log_endpoint():
+    # The race of a live start: the scrape of :8000 arrives before the log's args say port 8000.
+    from datetime import datetime, timezone
+
+    from parsers import Event
+    from pdwatch.store import Store
+
+    t = datetime(2026, 12, 2, 3, 0, tzinfo=timezone.utc)
+    url = "http://127.0.0.1:8000/metrics"
+    store = Store()
+    store.add([Event("stats", url, 1, t, 0, None, {"running": 4, "waiting": 0, "kv_usage_pct": 10.0}, None, "")])
+    store.flush()
+    assert [e.name for e in store.endpoints()] == ["127.0.0.1:8000"]
+    store.add([Event("args", "server.log", 8, t, None, "INFO", {"args": {"port": 8000}}, None, "args"),
+               Event("stats", "server.log", 9, t, 0, "INFO", {"running": 5, "waiting": 1, "kv_usage_pct": 11.0},
+                     None, "line")])
+    store.flush()
+    (endpoint,) = store.endpoints()
+    assert endpoint.name == "server" and set(endpoint.sources) == {"server.log", url}
+    assert sorted(store.stats("server")["running"]) == [4.0, 5.0]  # the early scrape is kept, once
+    assert store.model.endpoint_of(url) is endpoint
