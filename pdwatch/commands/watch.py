@@ -83,6 +83,10 @@ def start_exporter(session: LiveSession, port: int, bind: str):
     return server
 
 
+# Of a log already there when watching starts: its start-up lines and its recent past.
+WATCH_HISTORY = (4 << 20, 64 << 20)
+
+
 def build_session(args: argparse.Namespace) -> LiveSession:
     check_year(args)
     tz = time_zone(args)
@@ -94,7 +98,8 @@ def build_session(args: argparse.Namespace) -> LiveSession:
     if args.mode == "watch":  # URLs are scraped every --scrape-interval, the topology's too
         from pdwatch.topology_file import spec_urls
         args.paths = args.paths + [u for u in spec_urls(specs) if u not in args.paths]
-        kwargs["sources"] = SourceSet(args.paths, follow=True, scrape_interval=args.scrape_interval)
+        kwargs["sources"] = SourceSet(args.paths, follow=True, scrape_interval=args.scrape_interval,
+                                      history=WATCH_HISTORY)
     if args.mode == "replay":
         try:
             kwargs["speed"] = parse_speed(args.speed)

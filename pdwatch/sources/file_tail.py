@@ -25,9 +25,16 @@ class FileTail:
         follow: bool,
         chunk_size: int = 1 << 20,
         max_line_bytes: int = 1 << 20,
+        history: tuple[int, int] | None = None,
     ) -> None:
+        """``history=(head, tail)``: when the file is first opened and longer than both, read its
+        first ``head`` bytes (the server's start-up lines) and its last ``tail`` bytes (the recent
+        past) and skip what lies between, counting its lines so line numbers stay right. What
+        ``watch`` does with logs that were already there: the rules judge their recent past."""
         self.path = path
         self.follow = follow
+        self._history = history
+        self._skip_at: int | None = None  # size when first opened, once the head is read: jump then
         self.chunk_size = chunk_size
         self.at_eof = False
         self._framer = LineFramer(max_line_bytes)
@@ -130,6 +137,8 @@ class FileTail:
         self._fd = fd
         self._ident = (st.st_dev, st.st_ino)
         self._offset = 0
+        if self._history is not None and not self._ever_opened and st.st_size > sum(self._history) + self.chunk_size:
+            self._skip_at = st.st_size
         self._head = b""
         self._line_no = 1
         if self._ever_opened:
@@ -210,6 +219,8 @@ class FileTail:
         assert self._fd is not None
         used = 0
         while used < budget:
+            if self._skip_at is not None and self._offset >= self._history[0] and not self._framer.buffered:
+                self._skip_history(out)
             data = os.pread(self._fd, self.chunk_size, self._offset)
             used += 1
             if not data:
@@ -226,6 +237,31 @@ class FileTail:
             if len(data) < self.chunk_size:
                 return used, True  # short read on a regular file: at EOF for now
         return used, False
+
+    def _skip_history(self, out: list[Item]) -> None:
+        """Jump from the end of the head to the first line of the last ``tail`` bytes of the file
+        as it was when opened, counting the newlines jumped over."""
+        assert self._fd is not None and self._skip_at is not None and self._history is not None
+        target, self._skip_at = self._skip_at - self._history[1], None
+        if target <= self._offset:
+            return
+        newlines, at = 0, self._offset
+        while at < target:
+            block = os.pread(self._fd, min(4 << 20, target - at), at)
+            if not block:
+                return
+            newlines += block.count(b"\n")
+            at += len(block)
+        rest = os.pread(self._fd, self._history[1], target)  # the jump lands after a newline
+        cut = rest.find(b"\n")
+        if cut < 0:
+            return
+        skipped = target + cut + 1 - self._offset
+        self._line_no += newlines + 1
+        self._offset = target + cut + 1
+        out.append(SourceNotice(self.path, "info", f"{self.path}: {skipped / 1e6:.0f} MB of older lines skipped "
+                                                   f"(read: its first {self._history[0] >> 20} MiB and last "
+                                                   f"{self._history[1] >> 20} MiB)"))
 
     def _skip_hole(self, out: list[Item]) -> bool:
         """Jump over a sparse hole at the read offset; True if we moved.

@@ -47,8 +47,13 @@ class SourceSet:
         scrape_interval: float = DEFAULT_SCRAPE_INTERVAL,
         remote_rescan_interval: float = 5.0,
         ssh_options: SshOptions | None = None,
+        history: tuple[int, int] | None = None,
     ) -> None:
-        """Raises ``UsageError`` for a bad URL / ssh argument, or a URL when not following."""
+        """Raises ``UsageError`` for a bad URL / ssh argument, or a URL when not following.
+
+        ``history=(head, tail)`` (follow mode): of a log that is already there, read only its
+        first ``head`` and last ``tail`` bytes (``FileTail``); files that appear later are new."""
+        self._history = history if follow else None
         if not scrape_interval > 0:
             raise UsageError(f"--scrape-interval {scrape_interval}: expected a positive number of seconds")
         self._scrapes: dict[str, ScrapeSource] = {}
@@ -242,7 +247,8 @@ class SourceSet:
             return
         if path in self._metrics:
             return
-        self._tails[path] = FileTail(path, follow=self._follow, max_line_bytes=self._max_line_bytes)
+        self._tails[path] = FileTail(path, follow=self._follow, max_line_bytes=self._max_line_bytes,
+                                     history=self._history)
 
     def _classify(self, path: str) -> str | None:
         """Classify a *.txt; registers it as metrics when it is one. None = can't tell yet."""

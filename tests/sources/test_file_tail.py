@@ -163,3 +163,42 @@ def test_notice_types_are_plain_dataclasses():
     n = SourceNotice("x", "opened", "x: opened")
     b = LineBlock("x", 1, b"a\n", 0)
     assert (n.kind, b.first_line_no) == ("opened", 1)
+
+
+def test_history_reads_the_head_and_the_recent_past_with_true_line_numbers(tmp_path):
+    from .helpers import lines as delivered, notices
+
+    p = tmp_path / "server.log"
+    p.write_bytes(b"".join(b"line %06d\n" % i for i in range(1, 20001)))  # 12 bytes a line
+    tail = FileTail(str(p), follow=True, chunk_size=4096, history=(1200, 6000))
+    items = []
+    for _ in range(200):
+        items += tail.poll()
+    got = delivered(items)
+    numbers = [n for _, n, _ in got]
+    texts_ = [t for _, _, t in got]
+    assert all(t == b"line %06d" % n for n, t in zip(numbers, texts_))  # each line under its own number
+    assert numbers[0] == 1 and numbers[-1] == 20000
+    assert len(got) < 2000  # the middle was skipped: the head (~1.2 kB + a chunk) and the last 6 kB
+    assert [n.kind for n in notices(items, "info")] == ["info"]
+    # what comes after is read as usual
+    with open(p, "ab") as f:
+        f.write(b"line 020001\n")
+    more = []
+    for _ in range(5):
+        more += tail.poll()
+    assert delivered(more) == [(0, 20001, b"line 020001")]
+    tail.close()
+
+
+def test_history_leaves_a_small_file_whole(tmp_path):
+    from .helpers import lines as delivered
+
+    p = tmp_path / "server.log"
+    p.write_bytes(b"".join(b"line %06d\n" % i for i in range(1, 101)))
+    tail = FileTail(str(p), follow=True, chunk_size=4096, history=(1200, 6000))
+    items = []
+    for _ in range(10):
+        items += tail.poll()
+    assert [n for _, n, _ in delivered(items)] == list(range(1, 101))
+    tail.close()
