@@ -57,9 +57,28 @@ def _join_negative_offsets(argv: list[str]) -> list[str]:
     return out
 
 
+def overview_parser() -> argparse.ArgumentParser:
+    """The top-level parser for ``--help`` and ``--version``: the commands by name and summary, none
+    imported (they pull in pandas, numpy, Textual: a second of start-up for a line of help)."""
+    from pdwatch.commands import SUMMARIES
+
+    parser = argparse.ArgumentParser(
+        prog="pdwatch",
+        description="Find the bottleneck of a prefill/decode-disaggregated vLLM deployment from its logs and metrics.",
+    )
+    parser.add_argument("--version", action="version", version=f"pdwatch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMANDS:
+        sub.add_parser(name, help=SUMMARIES[name], add_help=False)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_offsets(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)  # top-level options take no value
+    if chosen not in COMMANDS:  # --help, --version, nothing or a typo: no command module is needed
+        overview_parser().parse_args(argv)
     args = build_parser(chosen).parse_args(argv)
     try:
         return int(args.run(args) or 0)

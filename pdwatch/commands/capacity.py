@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 
+from pdwatch.commands import SUMMARIES
 from pdwatch.capacity import Assessment, CapacityError, CapacityInputs, ConfigError, assess, load_model_config
 from pdwatch.capacity.budget import GPU_PRESETS
 from pdwatch.capacity.log_facts import facts_by_source
@@ -24,7 +25,7 @@ _STARTUP_FACTS = {"version", "kv_capacity_tokens", "max_concurrency", "max_model
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "capacity", help="KV block size, KV per request and max concurrency from config.json (vs vLLM's log)",
+        "capacity", help=SUMMARIES["capacity"],
         description="Compute, step by step, the hybrid KV block size, the KV cache one request needs, the memory "
                     "left for the KV cache and the concurrency each engine can hold, from a Hugging Face "
                     "config.json. With LOGS, settings come from vLLM's start-up lines and its printed figures "

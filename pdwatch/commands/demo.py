@@ -14,6 +14,7 @@ import tempfile
 import threading
 from datetime import timezone
 
+from pdwatch.commands import SUMMARIES
 from parsers import Event
 from pdwatch.commands.parse import write_events
 from pdwatch.commands.simulate import add_deployment_arguments, build_config
@@ -28,7 +29,7 @@ _CATCH_UP_S = 1.5  # after the simulation ends, let the tail read the last lines
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "demo",
-        help="simulate a PD deployment in real time and watch its log events arrive",
+        help=SUMMARIES["demo"],
         description="Simulate a prefill/decode vLLM deployment in real time, writing its logs into a new temporary "
                     "folder, and show the events found in them as they arrive (like `pdwatch parse --follow "
                     "--format table`). Nothing to install or run besides pdwatch; Ctrl-C to stop. The folder is "

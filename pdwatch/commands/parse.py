@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from pdwatch.commands import SUMMARIES
 from parsers import Event
 from pdwatch import parallel_scan
 from pdwatch.commands.common import add_scrape_interval_argument, add_time_arguments, check_year, time_zone
@@ -24,7 +25,7 @@ from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "parse",
-        help="print the events found in logs (one per line)",
+        help=SUMMARIES["parse"],
         description="Read vLLM / Dynamo logs and print one event per recognised line. "
                     "PATH is a file, a glob, a directory (its *.out *.log *.err *.txt) or - for stdin.",
     )

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import regex
 
+from pdwatch.commands import SUMMARIES
 from parsers import Event
 from pdwatch.errors import UsageError
 from pdwatch.metrics.recorded import HEADER
@@ -35,7 +36,7 @@ _UNSAFE = regex.compile(r"[^A-Za-z0-9.\-]+")
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "record",
-        help="save timestamped /metrics scrapes of vLLM servers for later analysis",
+        help=SUMMARIES["record"],
         description="Scrape each URL (http://HOST:PORT/metrics; HOST:PORT is enough) every --interval seconds "
                     "and append each scrape, after a '# ===== record t=EPOCH (ISO) port=N =====' line, to "
                     "DIR/HOST_PORT.metrics.txt. Stops after --duration, or on Ctrl-C.")

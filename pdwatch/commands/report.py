@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pdwatch.commands import SUMMARIES
 from pdwatch.analysis import analyse
 from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_time_arguments, \
     check_year, deployment_specs, load_rule_set, time_zone
@@ -17,7 +18,7 @@ SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "report", help="diagnose finished logs: bottlenecks with evidence and fixes (md, html, json)",
+        "report", help=SUMMARIES["report"],
         description="Read the logs of a run, find what limited it (rules) and write a report: deployment, "
                     "headline TPS/GPU over the steady state, per-endpoint summary, findings with evidence "
                     "and the fix, capacity. PATH is a file, a glob, a directory or - for stdin.")

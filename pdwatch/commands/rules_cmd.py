@@ -6,11 +6,12 @@ import argparse
 import json
 import sys
 
+from pdwatch.commands import SUMMARIES
 from pdwatch.commands.common import add_rules_argument, load_rule_set
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("rules", help="list the active rules (built-in and --rules FILE)",
+    parser = sub.add_parser("rules", help=SUMMARIES["rules"],
                             description="List the rules pdwatch evaluates: the built-ins, extended or "
                                         "overridden by --rules FILE (checked, with file:line errors).")
     add_rules_argument(parser)

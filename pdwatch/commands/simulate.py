@@ -10,6 +10,7 @@ from pathlib import Path
 
 import regex
 
+from pdwatch.commands import SUMMARIES
 from pdwatch.errors import UsageError
 from pdwatch.sim import NOISE_LEVELS, STYLES, LogOptions, SimConfig, parse_topology
 from pdwatch.sim import run as run_simulation
@@ -55,7 +56,7 @@ def add_deployment_arguments(parser: argparse.ArgumentParser, *, topology: str |
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "simulate",
-        help="write the logs of a simulated prefill/decode vLLM deployment",
+        help=SUMMARIES["simulate"],
         description="Simulate a prefill/decode-disaggregated vLLM deployment (a benchmark client at concurrency "
                     "CC, prefill and decode endpoints with finite capacity) and write the log files each endpoint "
                     "would write, named like srt-slurm names them. Fast-forward by default; --realtime appends "

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Callable, TextIO
 
+from pdwatch.commands import SUMMARIES
 from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_scrape_interval_argument, \
     add_time_arguments, check_year, deployment_specs, load_rule_set, time_zone
 from pdwatch.errors import UsageError, require_inputs, require_one_existing
@@ -26,7 +27,7 @@ from pdwatch.sources import SourceSet
 
 def register(sub: argparse._SubParsersAction) -> None:
     watch = sub.add_parser(
-        "watch", help="follow live logs: dashboard, or one line per finding as it fires and clears",
+        "watch", help=SUMMARIES["watch"],
         description="Follow the logs of a running deployment (files, globs, directories; new files and "
                     "rotations are picked up) and evaluate the rules as lines arrive.")
     _common(watch)
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     watch.set_defaults(run=run_watch, mode="watch")
 
     replay = sub.add_parser(
-        "replay", help="play finished logs on their own clock: dashboard, or findings as they fire",
+        "replay", help=SUMMARIES["replay"],
         description="Read finished logs and play them back on a clock driven by their timestamps: only "
                     "what was logged before the clock is visible, the rules fire when they would have live.")
     _common(replay)

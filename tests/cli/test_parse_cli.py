@@ -145,3 +145,14 @@ def test_follow_a_directory_as_a_writer_appends_truncates_and_rotates(tmp_path: 
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], []])
+def test_the_quick_answers_import_no_pandas_numpy_or_textual(args):
+    # pdwatch --version / --help answer in a blink: no command module (pandas, numpy, Textual) is loaded
+    probe = ("import runpy, sys\n"
+             f"sys.argv = ['pdwatch'] + {args!r}\n"
+             "try:\n    runpy.run_module('pdwatch', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('pandas', 'numpy', 'textual') if m in sys.modules), file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.stderr.strip().splitlines()[-1] == "[]", out.stderr
