@@ -4,8 +4,7 @@ Runs only when asked for (``-m live_vllm``; ``.ci/run`` does, after installing t
 kit's venv). The server is vLLM for CPU on the kit's tiny dummy-weight model with a KV
 cache of 40 blocks; after an idle spell the kit's client sends 32 long requests at once
 and keeps them coming. ``kv_exhausted`` must fire within a few stats intervals of the server's
-log first showing a queue,
-and nothing may fire before it. Bounded in time; every process is stopped at the end.
+log first showing a queue, and nothing may fire before it. Bounded in time; every process is stopped at the end.
 """
 
 from __future__ import annotations
