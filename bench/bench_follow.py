@@ -57,7 +57,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 def child(folder: str, marks_path: str, refresh: float) -> int:
     from pdwatch.commands.watch import run_headless
-    from pdwatch.live import LiveSession
+    from pdwatch.session.live import LiveSession
 
     session = LiveSession([folder], mode="watch")
     seen: set[float] = set()

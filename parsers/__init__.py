@@ -1,4 +1,8 @@
-"""Pure log parsers: bytes of complete lines in, typed events out. No I/O, no Textual."""
+"""Pure parsers (installed as ``pdwatch.parsers``): log lines and /metrics pages in, typed events out.
+
+No I/O, no Textual, nothing else of pdwatch. ``exposition`` and ``dynamo_metrics`` (/metrics pages)
+import prometheus_client, so they are loaded only when a page is read.
+"""
 
 from .events import ENVELOPE_KEYS, KINDS, Event
 from .families import FAMILIES, Family, Sample

@@ -130,7 +130,7 @@ class LogScanner:
         self._tracebacks: dict[tuple[str | None, int | None], _OpenTraceback] = {}
         self._last_stats_engine: int | None = None
         self._seen_stats = False
-        # For a piece of a file scanned apart (``pdwatch.parallel_scan``): whether the stats
+        # For a piece of a file scanned apart (``pdwatch.events.parallel_scan``): whether the stats
         # state it started from was still in force when a KV-transfer / spec-decode line used it.
         self._stats_from_entry = True
         self.entry_stats_used = False

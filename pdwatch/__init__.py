@@ -1,3 +1,19 @@
-"""pdwatch: bottleneck analyzer for prefill/decode-disaggregated vLLM deployments."""
+"""pdwatch: bottleneck analyzer for prefill/decode-disaggregated vLLM deployments.
+
+Data flows one way, and each part imports only from the parts listed above it
+(``tests/cli/test_layers.py`` holds the code to this with import-linter, and finds no cycle):
+
+- ``errors``    one-line usage errors; imports nothing of pdwatch
+- ``parsers``   text -> typed events: vLLM/Dynamo log lines and /metrics pages (the repository's ``parsers/``)
+- ``rules``     the rule engine: views of the store -> findings (the repository's ``rules/``)
+- ``sources``   paths, globs, stdin, ``ssh://``, /metrics URLs -> blocks of lines, scrapes and notices
+- ``events``    sources -> parsers: the event stream, big files on every core, recorded scrapes
+- ``model``     events -> the deployment (endpoints, roles, GPUs), start-up facts, the pandas store, the headline
+- ``capacity``  KV arithmetic from a model's config.json, and each endpoint's capacity
+- ``session``   the pipeline driven: the post-mortem analysis and the live watch/replay session
+- ``views``     what people read: the Textual dashboard, the report writers, the Prometheus exporter
+- ``sim``       the simulator behind ``demo``, ``simulate`` and ``samples/``
+- ``commands``  one module per sub-command; ``cli`` picks one
+"""
 
 __version__ = "0.1.0"

@@ -1,9 +1,9 @@
 """pdwatch's rule engine: findings from rules written as data (YAML).
 
-Pure: pandas, numpy, PyYAML. Nothing here imports ``pdwatch`` or ``parsers``; the only
+Pure: pandas, numpy, PyYAML. Nothing here imports the rest of pdwatch (not even ``parsers``); the only
 contract with them is ``rules.model`` (the views the store builds).
 
-    from rules import load_rules, RuleEngine
+    from pdwatch.rules import load_rules, RuleEngine
     engine = RuleEngine(load_rules(["my_rules.yaml"]))
     states = engine.evaluate(view, now)      # every tick (live) or every step (replay)
     report = engine.findings()               # firing periods, with evidence

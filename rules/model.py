@@ -27,7 +27,7 @@ STATS_FIELDS = (
     "deferred",
     "prefix_hit_pct",
     "external_prefix_hit_pct",
-    # A Dynamo frontend's /metrics (pdwatch/metrics/dynamo.py): the user-facing side.
+    # A Dynamo frontend's /metrics (parsers/dynamo_metrics.py): the user-facing side.
     "ttft_s",
     "itl_s",
     "isl_tokens",

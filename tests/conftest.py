@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from parsers import Event, LogScanner
+from pdwatch.parsers import Event, LogScanner
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"

@@ -6,8 +6,8 @@ engine can hold — and the same figures as vLLM prints them, to compare with it
     result = assess(spec, CapacityInputs(gpu="gb300", isl=8192, osl=1024), facts)
     result.capacity.request.bytes, result.capacity.engine, result.comparisons
 
-``facts`` is a dict of start-up facts of one vLLM server (see :mod:`pdwatch.capacity.log_facts`);
-the endpoint facts of ``pdwatch.facts.learn`` work as they are.
+``facts`` is a dict of start-up facts of one vLLM server (see :mod:`pdwatch.model.log_facts`);
+the endpoint facts of ``pdwatch.model.facts.learn`` work as they are.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from pdwatch.capacity.compare import Comparison, VllmView, compare, vllm_view
 from pdwatch.capacity.estimate import Capacity, CapacityError, CapacityInputs, estimate
-from pdwatch.capacity.log_facts import facts_by_source
+from pdwatch.model.log_facts import facts_by_source
 from pdwatch.capacity.model_config import ConfigError, ModelSpec, load_model_config, model_spec
 
 __all__ = ["Assessment", "Capacity", "CapacityError", "CapacityInputs", "Comparison", "ConfigError", "ModelSpec",

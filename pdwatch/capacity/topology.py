@@ -1,5 +1,5 @@
-"""The article's topology names (``4xDEP2-1xDEP8``): the project's one parser, ``pdwatch.topology``."""
+"""The article's topology names (``4xDEP2-1xDEP8``): the project's one parser, ``pdwatch.model.topology``."""
 
-from pdwatch.topology import Group as Tier, Topology, parse_topology
+from pdwatch.model.topology import Group as Tier, Topology, parse_topology
 
 __all__ = ["Tier", "Topology", "parse_topology"]

@@ -11,11 +11,11 @@ import sys
 from pdwatch.commands import SUMMARIES
 from pdwatch.capacity import Assessment, CapacityError, CapacityInputs, ConfigError, assess, load_model_config
 from pdwatch.capacity.budget import GPU_PRESETS
-from pdwatch.capacity.log_facts import facts_by_source
+from pdwatch.model.log_facts import facts_by_source
 from pdwatch.capacity.render import render_text, to_json
 from pdwatch.commands.common import add_time_arguments, check_year, time_zone
 from pdwatch.errors import UsageError
-from pdwatch.event_stream import EventStream
+from pdwatch.events.stream import EventStream
 from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
 
 # A file with none of these is not a vLLM server's log (a proxy, a client): it gets no section.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from datetime import tzinfo
 
-from parsers import zone
+from pdwatch.parsers import zone
 from pdwatch.errors import UsageError
 
 
@@ -42,7 +42,7 @@ def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def deployment_specs(args: argparse.Namespace) -> list:
-    from pdwatch.topology_file import load_topology, role_globs
+    from pdwatch.model.topology_file import load_topology, role_globs
     specs = load_topology(args.topology_file) if args.topology_file else []
     return specs + role_globs(args.prefill, args.decode)
 
@@ -53,7 +53,7 @@ def add_rules_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def load_rule_set(args: argparse.Namespace) -> list:
-    from rules import RuleFileError, load_rules
+    from pdwatch.rules import RuleFileError, load_rules
     for path in args.rules or []:
         try:
             with open(path, "rb"):

@@ -15,11 +15,11 @@ import threading
 from datetime import timezone
 
 from pdwatch.commands import SUMMARIES
-from parsers import Event
+from pdwatch.parsers import Event
 from pdwatch.commands.parse import write_events
 from pdwatch.commands.simulate import add_deployment_arguments, build_config
 from pdwatch.errors import UsageError
-from pdwatch.event_stream import EventStream
+from pdwatch.events.stream import EventStream
 from pdwatch.sim import run as run_simulation
 from pdwatch.sources import SourceNotice, SourceSet
 
@@ -99,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _dashboard(cfg, opts, folder: str) -> int:
     """The simulation writes in a thread while the dashboard follows the folder."""
-    from pdwatch.live import LiveSession
+    from pdwatch.session.live import LiveSession
     from pdwatch.commands.watch import default_export_path
-    from pdwatch.tui.app import PdwatchApp  # Textual only when the dashboard opens
+    from pdwatch.views.tui.app import PdwatchApp  # Textual only when the dashboard opens
 
     stop = threading.Event()
     writer = threading.Thread(target=run_simulation, args=(cfg, folder, opts),

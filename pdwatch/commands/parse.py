@@ -13,11 +13,11 @@ from typing import Any, TextIO
 import orjson
 
 from pdwatch.commands import SUMMARIES
-from parsers import Event
-from pdwatch import parallel_scan
+from pdwatch.parsers import Event
+from pdwatch.events import parallel_scan
 from pdwatch.commands.common import add_scrape_interval_argument, add_time_arguments, check_year, time_zone
 from pdwatch.errors import require_inputs
-from pdwatch.event_stream import EventStream
+from pdwatch.events.stream import EventStream
 from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
 
 

@@ -3,7 +3,7 @@
 Each URL gets ``DIR/<host>_<port>.metrics.txt``; each scrape is appended as one block, the header
 ``# ===== record t=EPOCH (ISO) port=N =====`` then the exposition, in a single ``write`` on an
 ``O_APPEND`` descriptor (a reader never sees half a header; a crash loses at most the scrape in
-flight). ``pdwatch.metrics.read_recorded`` (and ``report`` once wired) reads the files back into the
+flight). ``pdwatch.events.recorded.read_recorded`` (and ``report`` once wired) reads the files back into the
 same events a live scrape gives. Only scrapes prometheus_client can parse are saved; unreachable or
 broken endpoints are reported on stderr and polled again next interval.
 
@@ -25,10 +25,10 @@ from urllib.parse import urlsplit
 import regex
 
 from pdwatch.commands import SUMMARIES
-from parsers import Event
+from pdwatch.parsers import Event
 from pdwatch.errors import UsageError
-from pdwatch.metrics.recorded import HEADER
-from pdwatch.metrics.scrape import MetricsScraper, normalize_url
+from pdwatch.events.recorded import HEADER
+from pdwatch.events.scraper import MetricsScraper, normalize_url
 
 _UNSAFE = regex.compile(r"[^A-Za-z0-9.\-]+")
 

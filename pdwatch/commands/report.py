@@ -6,12 +6,12 @@ import argparse
 import sys
 
 from pdwatch.commands import SUMMARIES
-from pdwatch.analysis import analyse
+from pdwatch.session.analysis import analyse
 from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_time_arguments, \
     check_year, deployment_specs, load_rule_set, time_zone
-from pdwatch.report import data, json_writer, markdown
+from pdwatch.views.report import data, json_writer, markdown
 from pdwatch.errors import UsageError
-from pdwatch.report.output import write_atomically
+from pdwatch.views.report.output import write_atomically
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 
@@ -78,6 +78,6 @@ def render(report: dict, fmt: str) -> str:
     if fmt == "json":
         return json_writer.render(report)
     if fmt == "html":
-        from pdwatch.report import html  # imported only when asked for
+        from pdwatch.views.report import html  # imported only when asked for
         return html.render(report)
     return markdown.render(report)

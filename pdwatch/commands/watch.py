@@ -21,7 +21,7 @@ from pdwatch.commands import SUMMARIES
 from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_scrape_interval_argument, \
     add_time_arguments, check_year, deployment_specs, load_rule_set, time_zone
 from pdwatch.errors import UsageError, require_inputs, require_one_existing
-from pdwatch.live import LiveSession, Snapshot, parse_speed, parse_start
+from pdwatch.session.live import LiveSession, Snapshot, parse_speed, parse_start
 from pdwatch.sources import SourceSet
 
 
@@ -71,7 +71,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def start_exporter(session: LiveSession, port: int, bind: str):
     """Serve the exporter; returns the server (``shutdown()`` it at exit)."""
-    from pdwatch.metrics.exporter import PdwatchExporter
+    from pdwatch.views.exporter import PdwatchExporter
     if not 0 <= port <= 65535:
         raise UsageError(f"--metrics-port {port}: expected 0-65535")
     exporter = PdwatchExporter()
@@ -97,7 +97,7 @@ def build_session(args: argparse.Namespace) -> LiveSession:
     rules = load_rule_set(args)
     kwargs: dict = {}
     if args.mode == "watch":  # URLs are scraped every --scrape-interval, the topology's too
-        from pdwatch.topology_file import spec_urls
+        from pdwatch.model.topology_file import spec_urls
         args.paths = args.paths + [u for u in spec_urls(specs) if u not in args.paths]
         kwargs["sources"] = SourceSet(args.paths, follow=True, scrape_interval=args.scrape_interval,
                                       history=WATCH_HISTORY)
@@ -138,7 +138,7 @@ def _show(args: argparse.Namespace, session: LiveSession) -> int:
             return run_headless(session, sys.stdout, refresh=args.refresh, jsonl=args.jsonl, err=sys.stderr)
         finally:
             session.close()
-    from pdwatch.tui.app import PdwatchApp  # Textual is imported only for the dashboard
+    from pdwatch.views.tui.app import PdwatchApp  # Textual is imported only for the dashboard
     app = PdwatchApp(session, refresh=args.refresh,
                      export_path=args.export or default_export_path(session.paths))
     try:

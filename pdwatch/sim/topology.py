@@ -9,7 +9,7 @@ DEP8; ``1xDEP8`` (one part) is a single aggregated, non-PD server. Parallelism k
 
 from __future__ import annotations
 
-from pdwatch.topology import Group, Topology, parse_topology as parse_any
+from pdwatch.model.topology import Group, Topology, parse_topology as parse_any
 
 __all__ = ["Group", "Topology", "parse_topology", "MAX_GPUS"]
 MAX_GPUS = 4096

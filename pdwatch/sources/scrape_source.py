@@ -88,8 +88,8 @@ class ScrapeSource:
     def _scrape(self, attempt: int) -> ScrapeBlock | str:
         # Imported on the first scrape: prometheus_client and urllib cost every parse of
         # plain files ~35 ms of start-up otherwise.
-        from pdwatch.metrics.exposition import ExpositionError, parse_samples
-        from pdwatch.metrics.scrape import ScrapeError, fetch
+        from pdwatch.parsers.exposition import ExpositionError, parse_samples
+        from pdwatch.events.scraper import ScrapeError, fetch
 
         try:
             text = (self._fetch or fetch)(self.url, self.timeout)

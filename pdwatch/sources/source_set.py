@@ -13,7 +13,7 @@ import time
 from typing import BinaryIO, Callable, Iterator
 
 from pdwatch.errors import UsageError
-from pdwatch.metrics.urls import normalize_url
+from pdwatch.sources.urls import normalize_url
 
 from .discovery import classify_txt, expand_candidates, expand_paths, is_txt, unlistable_dirs
 from .file_tail import FileTail, Ident

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import orjson
 import pytest
 
-from parsers import Event
+from pdwatch.parsers import Event
 from pdwatch.commands import parse
 
 _STAMPS = [

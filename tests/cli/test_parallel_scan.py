@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pdwatch import parallel_scan
+from pdwatch.events import parallel_scan
 from pdwatch.cli import main
-from pdwatch.event_stream import EventStream
+from pdwatch.events.stream import EventStream
 from pdwatch.sources import SourceNotice, SourceSet
 from tests.conftest import REPO
 

@@ -121,7 +121,7 @@ def test_a_log_and_the_url_of_its_port_are_one_endpoint_live(tmp_path: Path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "metrics"))
     from metrics_server import serve
 
-    from pdwatch.live import LiveSession
+    from pdwatch.session.live import LiveSession
     from pdwatch.sources import SourceSet
 
     capture = REAL_LOGS / "captures" / "kv_pressure"
@@ -154,8 +154,8 @@ def test_a_url_scraped_before_its_log_said_its_port_joins_the_log_endpoint():
     # The race of a live start: the scrape of :8000 arrives before the log's args say port 8000.
     from datetime import datetime, timezone
 
-    from parsers import Event
-    from pdwatch.store import Store
+    from pdwatch.parsers import Event
+    from pdwatch.model.store import Store
 
     t = datetime(2026, 12, 2, 3, 0, tzinfo=timezone.utc)
     url = "http://127.0.0.1:8000/metrics"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from pdwatch.metrics.exposition import CounterState, events_from_exposition
+from pdwatch.parsers.exposition import CounterState, events_from_exposition
 
 T0 = datetime(2026, 5, 29, 14, 0, 0, tzinfo=timezone.utc)
 
@@ -133,8 +133,8 @@ def test_the_dashboard_pane_of_a_frontend_shows_what_users_see():
     # watch a live frontend /metrics over real HTTP on 127.0.0.1
     import time
 
-    from pdwatch.live import LiveSession
-    from pdwatch.tui.widgets.endpoint_pane import render_numbers
+    from pdwatch.session.live import LiveSession
+    from pdwatch.views.tui.widgets.endpoint_pane import render_numbers
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from metrics_server import serve

@@ -35,10 +35,10 @@ import pandas as pd
 import pytest
 import regex
 
-from pdwatch.analysis import Analysis, analyse
+from pdwatch.session.analysis import Analysis, analyse
 from pdwatch.commands.record import record_once
-from pdwatch.metrics.recorded import read_recorded_text, split_scrapes
-from pdwatch.metrics.scrape import MetricsScraper
+from pdwatch.events.recorded import read_recorded_text, split_scrapes
+from pdwatch.events.scraper import MetricsScraper
 from pdwatch.sim import LogOptions, run
 from pdwatch.sim.scenarios import SCENARIOS, START
 from tests.metrics.metrics_server import serve

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from parsers import Event
-from pdwatch.metrics import read_recorded
-from pdwatch.metrics.exporter import PdwatchExporter
-from pdwatch.store import Store
+from pdwatch.parsers import Event
+from pdwatch.events.recorded import read_recorded
+from pdwatch.views.exporter import PdwatchExporter
+from pdwatch.model.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from parsers.events import KINDS
-from pdwatch.metrics import CounterState, ExpositionError, events_from_exposition
+from pdwatch.parsers.events import KINDS
+from pdwatch.parsers.exposition import CounterState, ExpositionError, events_from_exposition
 
 T0 = datetime(2026, 11, 29, 9, 0, 0, tzinfo=timezone.utc)
 

@@ -15,8 +15,8 @@ from metrics_server import serve  # noqa: E402
 
 from pdwatch.commands import record  # noqa: E402
 from pdwatch.errors import UsageError  # noqa: E402
-from pdwatch.metrics import read_recorded, split_scrapes  # noqa: E402
-from pdwatch.metrics.scrape import MetricsScraper  # noqa: E402
+from pdwatch.events.recorded import read_recorded, split_scrapes  # noqa: E402
+from pdwatch.events.scraper import MetricsScraper  # noqa: E402
 
 T0 = datetime(2026, 11, 29, 9, 0, 0, 123000, tzinfo=timezone.utc)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from parsers import LogScanner
-from parsers.events import KINDS
-from pdwatch.metrics import read_recorded, read_recorded_text, split_scrapes
-from pdwatch.store import Store
+from pdwatch.parsers import LogScanner
+from pdwatch.parsers.events import KINDS
+from pdwatch.events.recorded import read_recorded, read_recorded_text, split_scrapes
+from pdwatch.model.store import Store
 
 from tests.conftest import CPU_LOGS as CPU, REPO
 INTERVAL_S = 2.0  # VLLM_LOG_STATS_INTERVAL=2 in every run

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from parsers import Event
-from pdwatch.deployment import DeploymentModel, EndpointSpec, name_from_file
+from pdwatch.parsers import Event
+from pdwatch.model.deployment import DeploymentModel, EndpointSpec, name_from_file
 
 
 @pytest.mark.parametrize("path,name,role", [

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from parsers import Event
-from pdwatch.event_stream import EventStream
+from pdwatch.parsers import Event
+from pdwatch.events.stream import EventStream
 from pdwatch.sources import SourceSet
-from pdwatch.store import Store
-from pdwatch.throughput import headline
+from pdwatch.model.store import Store
+from pdwatch.model.throughput import headline
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SCENARIOS = sorted(p.name for p in SAMPLES.iterdir() if (p / "expected.yaml").exists())
@@ -100,7 +100,7 @@ def test_closed_loop_dips_do_not_cut_the_plateau():
     # A closed-loop client whose requests finish together: every fifth stats interval the
     # requests in flight drop to a third and throughput to half, then recover (the real
     # captures show this shape). 11 minutes of such a plateau are one plateau.
-    from pdwatch.deployment import Endpoint
+    from pdwatch.model.deployment import Endpoint
 
     t0 = pd.Timestamp("2026-05-29T14:00:00Z")
     rows = []

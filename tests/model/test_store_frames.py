@@ -9,9 +9,9 @@ from statistics import median
 import numpy as np
 import pandas as pd
 
-from parsers import Event
-from pdwatch.store import Store, _stats_frame
-from rules.model import STATS_FIELDS
+from pdwatch.parsers import Event
+from pdwatch.model.store import Store, _stats_frame
+from pdwatch.rules.model import STATS_FIELDS
 
 _COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parsers import FAMILIES, KINDS
+from pdwatch.parsers import FAMILIES, KINDS
 
 CASES = [(fam, i, sample) for fam in FAMILIES for i, sample in enumerate(fam.samples)]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from parsers.cleaning import clean_line, clean_raw
-from parsers.families import FAMILIES
-from parsers.scanner import _PARSE_ERRORS
+from pdwatch.parsers.cleaning import clean_line, clean_raw
+from pdwatch.parsers.families import FAMILIES
+from pdwatch.parsers.scanner import _PARSE_ERRORS
 
 _FAMILY = st.sampled_from(FAMILIES)
 

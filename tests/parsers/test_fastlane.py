@@ -10,12 +10,12 @@ from hypothesis import given, settings, strategies as st
 import subprocess
 import sys
 
-import parsers.envelope as envelope
-import parsers.families as families
-import parsers.fastlane as fastlane
-import parsers.scanner as scanner
-from parsers.cleaning import clean_raw
-from parsers.envelope import split_envelope, split_raw
+import pdwatch.parsers.envelope as envelope
+import pdwatch.parsers.families as families
+import pdwatch.parsers.fastlane as fastlane
+import pdwatch.parsers.scanner as scanner
+from pdwatch.parsers.cleaning import clean_raw
+from pdwatch.parsers.envelope import split_envelope, split_raw
 from tests.conftest import CPU_LOGS, REPO, header_strategies, scan
 
 

@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import parsers.fastlane as fastlane
-from parsers import LogScanner
+import pdwatch.parsers.fastlane as fastlane
+from pdwatch.parsers import LogScanner
 from pdwatch.commands.parse import _jsonl_bytes, _render_jsonl
 from tests.conftest import REPO, header_strategies
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import parsers.prefilter as prefilter
-from parsers.prefilter import Prefilter
+import pdwatch.parsers.prefilter as prefilter
+from pdwatch.parsers.prefilter import Prefilter
 
 _NEEDLES = [b"Running: ", b"HTTP/1.", b"KV cache", b"cache", b"Traceback (most recent call last)"]
 _PIECES = [b"\n", b"noise ", b"Running: ", b"HTTP/1.", b"KV cache", b"\x1b[2m", b"Traceback (most recent call last)",

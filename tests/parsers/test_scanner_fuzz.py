@@ -56,7 +56,7 @@ def test_a_stats_line_as_long_as_the_garbage_around_it_is_not_taken_for_a_wrappe
 def test_real_logs_with_same_width_lists_are_not_taken_for_wrapped_pastes():
     """vLLM's 'leaked instance' lists are lines of one width followed by more of them; the file
     also has longer lines, which a terminal would have cut."""
-    from parsers.wrap import WrapDetector
+    from pdwatch.parsers.wrap import WrapDetector
     from tests.conftest import CPU_LOGS
 
     for log in sorted(CPU_LOGS.glob("*.log")):

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from parsers import LogScanner
-from pdwatch.store import UNSTORED_KINDS
+from pdwatch.parsers import LogScanner
+from pdwatch.model.store import UNSTORED_KINDS
 from tests.conftest import CPU_LOGS, REPO, scan
 
 
@@ -40,8 +40,8 @@ def test_skipping_the_unstored_kinds_leaves_every_other_event_as_it_was(tmp_path
 
 def test_skipped_families_are_out_of_the_prefilter():
     """Their lines are not even decoded: the byte search no longer looks for their needles."""
-    from parsers.families import FAMILIES
-    from parsers.scanner import _search_without
+    from pdwatch.parsers.families import FAMILIES
+    from pdwatch.parsers.scanner import _search_without
 
     prefilter, _ = _search_without(UNSTORED_KINDS)
     for family in FAMILIES:

@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from parsers.cleaning import clean_line, clean_raw
-from parsers.envelope import engine_from_proc, split_envelope
-from parsers.pyrepr import ReprError, parse_args_dict, parse_repr
-from parsers.timeinfo import TimeResolver, zone
+from pdwatch.parsers.cleaning import clean_line, clean_raw
+from pdwatch.parsers.envelope import engine_from_proc, split_envelope
+from pdwatch.parsers.pyrepr import ReprError, parse_args_dict, parse_repr
+from pdwatch.parsers.timeinfo import TimeResolver, zone
 from tests.conftest import scan
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from pdwatch.analysis import analyse
+from pdwatch.session.analysis import analyse
 from tests.conftest import REAL_LOGS
 
 CAPTURE = REAL_LOGS / "captures" / "kv_pressure"

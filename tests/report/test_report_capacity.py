@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from pdwatch.analysis import analyse
+from pdwatch.session.analysis import analyse
 from pdwatch.capacity import load_model_config
 from tests.conftest import CPU_LOGS
 
@@ -31,13 +31,13 @@ def test_the_capacity_rule_reads_the_planned_concurrency():
     assert endpoint.facts["planned_concurrency"] == 273.0  # what the capacity section shows
     # Same log, but the arithmetic says an engine holds only 16 requests: running 16 is at the limit.
     endpoint_facts = dict(endpoint.facts)
-    from rules import RuleEngine, load_rules
+    from pdwatch.rules import RuleEngine, load_rules
     store = analysis.store
     store.model.endpoints[endpoint.name].facts["planned_concurrency"] = 16.0
     engine = RuleEngine([r for r in load_rules() if r.finding == "capacity"])
     view = store.view()
     start, end = analysis.clock
-    from pdwatch.analysis import evaluation_times
+    from pdwatch.session.analysis import evaluation_times
     for now in evaluation_times(store, start, end):
         engine.evaluate(view, now.floor("us").to_pydatetime())
     (finding,) = engine.findings()

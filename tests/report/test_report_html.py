@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pdwatch.analysis import analyse
-from pdwatch.report import data
-from pdwatch.report import html as html_report
+from pdwatch.session.analysis import analyse
+from pdwatch.views.report import data
+from pdwatch.views.report import html as html_report
 from tests.conftest import CPU_LOGS
 
 REPO = Path(__file__).resolve().parents[2]

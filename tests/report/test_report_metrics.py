@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from pdwatch.analysis import analyse
+from pdwatch.session.analysis import analyse
 from tests.conftest import CPU_LOGS
 
 

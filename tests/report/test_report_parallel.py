@@ -7,12 +7,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pdwatch import analysis, parallel_scan
-from pdwatch.capacity.log_facts import fold as learn_facts
+from pdwatch.events import parallel_scan
+from pdwatch.session import analysis
+from pdwatch.model.log_facts import fold as learn_facts
 from pdwatch.cli import main
-from pdwatch.event_stream import EventStream
+from pdwatch.events.stream import EventStream
 from pdwatch.sources import SourceNotice, SourceSet
-from pdwatch.store import _MODEL_KINDS, Store, fold_events
+from pdwatch.model.store import _MODEL_KINDS, Store, fold_events
 from tests.conftest import REPO
 
 SAMPLES = sorted(p for p in (REPO / "samples").iterdir() if p.is_dir())

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from rules import RuleEngine, compile_expr, parse_rules_text
-from rules.casefile import DEFAULT_START, build_view
-from rules.context import Evaluation
-from rules.layout import build_layouts
-from rules.model import DeploymentView
-from rules.nodes import ev
-from rules.values import broadcast, to_num
+from pdwatch.rules import RuleEngine, compile_expr, parse_rules_text
+from pdwatch.rules.casefile import DEFAULT_START, build_view
+from pdwatch.rules.context import Evaluation
+from pdwatch.rules.layout import build_layouts
+from pdwatch.rules.model import DeploymentView
+from pdwatch.rules.nodes import ev
+from pdwatch.rules.values import broadcast, to_num
 
 START = DEFAULT_START
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rules.casefile import run_case_file
-from rules.series import expand
+from pdwatch.rules.casefile import run_case_file
+from pdwatch.rules.series import expand
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.test.yaml"))
 

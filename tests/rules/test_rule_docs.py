@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from rule_helpers import at, view
 
-from rules import ENDPOINT_FACTS, RuleEngine, parse_rules_text
-from rules.functions import FUNCTIONS
+from pdwatch.rules import ENDPOINT_FACTS, RuleEngine, parse_rules_text
+from pdwatch.rules.functions import FUNCTIONS
 
 README = Path(__file__).resolve().parents[2] / "rules" / "builtin" / "README.md"
 TEXT = README.read_text()

@@ -8,8 +8,8 @@ from datetime import datetime
 import pytest
 from rule_helpers import at, engine_for, one, run, view
 
-from rules import DeploymentView, RuleEngine, load_rules
-from rules.template import fmt_engines, fmt_num
+from pdwatch.rules import DeploymentView, RuleEngine, load_rules
+from pdwatch.rules.template import fmt_engines, fmt_num
 
 QUEUE = """
 finding: queue

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rules import RuleSyntaxError, compile_expr
-from rules.expr import MAX_NODES, tokenize
+from pdwatch.rules import RuleSyntaxError, compile_expr
+from pdwatch.rules.expr import MAX_NODES, tokenize
 
 
 def key(text: str, scope: str = "endpoint") -> str:

@@ -7,7 +7,7 @@ import math
 import pytest
 from rule_helpers import value, view
 
-from rules.functions import FUNCTIONS
+from pdwatch.rules.functions import FUNCTIONS
 
 D_FACTS = {"max_num_seqs": 8, "max_concurrency": 12.5, "kv_role": "kv_consumer", "hybrid": True,
            "capture_sizes": [1, 2, 4, 8], "enable_prefix_caching": False}

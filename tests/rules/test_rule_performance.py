@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rules import DeploymentView, EndpointView, RuleEngine, load_rules
-from rules.casefile import events_frame
-from rules.model import STATS_FIELDS
+from pdwatch.rules import DeploymentView, EndpointView, RuleEngine, load_rules
+from pdwatch.rules.casefile import events_frame
+from pdwatch.rules.model import STATS_FIELDS
 
 LINES_PER_ENGINE = 3000
 

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rules import DeploymentView, EndpointView, RuleEngine, load_rules
-from rules.casefile import events_frame, stats_frame
-from rules.model import STATS_FIELDS
+from pdwatch.rules import DeploymentView, EndpointView, RuleEngine, load_rules
+from pdwatch.rules.casefile import events_frame, stats_frame
+from pdwatch.rules.model import STATS_FIELDS
 from tests.conftest import CPU_LOGS, scan
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from rule_helpers import at, rule_yaml, view
 
-from rules import RuleEngine, RuleFileError, parse_rules_text, userregex
+from pdwatch.rules import RuleEngine, RuleFileError, parse_rules_text, userregex
 
 EVIL = "(a+)+$"
 LONG = "torch.OutOfMemoryError: CUDA out of memory. " + "a" * 3000 + "!"  # fails only after backtracking
@@ -119,8 +119,8 @@ def test_a_pattern_in_a_block_expression_names_its_own_line():
 
 
 def test_report_analysis_carries_the_notice(tmp_path):
-    from pdwatch.analysis import analyse
-    from rules import load_rules
+    from pdwatch.session.analysis import analyse
+    from pdwatch.rules import load_rules
 
     stats = ("INFO 01-02 03:04:{s:02d} [loggers.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
              "Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
@@ -140,7 +140,7 @@ def test_report_analysis_carries_the_notice(tmp_path):
 
 
 def test_globs_are_not_regexes_and_cannot_backtrack():
-    from pdwatch.deployment import EndpointSpec
+    from pdwatch.model.deployment import EndpointSpec
 
     spec = EndpointSpec("d", "decode", ("*a" * 30 + "b",))
     assert spec.matches("a" * 5000 + ".out") is False  # fnmatch: atomic groups, it returns

@@ -6,10 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rule_helpers import at, view
 
-from rules import RuleEngine, RuleSyntaxError, compile_expr
-from rules.findings import FindingState
-from rules.spec import Rule
-from rules.template import parse_template
+from pdwatch.rules import RuleEngine, RuleSyntaxError, compile_expr
+from pdwatch.rules.findings import FindingState
+from pdwatch.rules.spec import Rule
+from pdwatch.rules.template import parse_template
 
 FIELDS = ["running", "waiting", "kv_usage_pct", "preemptions", "deferred", "prefix_hit_pct"]
 FACTS = ["max_num_seqs", "capture_sizes", "kv_role", "hybrid", "max_capture_size", "stats_interval_s",

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rule_helpers import rule_yaml
 
-from rules import RuleFileError, RuleSyntaxError, load_rule_file, load_rules, parse_rules_text
-from rules.spec import builtin_paths
-from rules.template import parse_template
+from pdwatch.rules import RuleFileError, RuleSyntaxError, load_rule_file, load_rules, parse_rules_text
+from pdwatch.rules.spec import builtin_paths
+from pdwatch.rules.template import parse_template
 
 CASES = Path(__file__).parent / "cases"
 BAD = sorted(CASES.glob("*.bad.yaml"))
@@ -191,7 +191,7 @@ def test_fuzz_templates_only_raise_syntax_errors(text):
 
 def test_counting_a_kind_the_store_does_not_keep_is_refused():
     """http_access lines are not kept (one per request): a rule counting them would always see 0."""
-    from rules import RuleFileError, parse_rules_text
+    from pdwatch.rules import RuleFileError, parse_rules_text
 
     text = ("groups:\n  - name: g\n    rules:\n      - finding: errors\n        scope: endpoint\n"
             "        severity: warning\n        expr: count_events('http_access', 1m) > 10\n"

@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from rules import RuleEngine, parse_rules_text
-from rules.casefile import build_view
-from rules.errors import RuleFileError
+from pdwatch.rules import RuleEngine, parse_rules_text
+from pdwatch.rules.casefile import build_view
+from pdwatch.rules.errors import RuleFileError
 
 RULES = """
 groups:

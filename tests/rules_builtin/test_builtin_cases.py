@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rules import load_rules
-from rules.casefile import run_case_file
+from pdwatch.rules import load_rules
+from pdwatch.rules.casefile import run_case_file
 
 CASES_DIR = Path(__file__).parent / "cases"
 CASES = sorted(CASES_DIR.glob("*.test.yaml"))

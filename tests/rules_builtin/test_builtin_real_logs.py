@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pdwatch.analysis import Analysis, analyse
-from pdwatch.deployment import EndpointSpec
+from pdwatch.session.analysis import Analysis, analyse
+from pdwatch.model.deployment import EndpointSpec
 
 from tests.conftest import CPU_LOGS as CPU, GPU_LOGS
 S10B = ("s10b_pd_example_connector_short_prompts.prefill.log", "s10b_pd_example_connector_short_prompts.decode.log")

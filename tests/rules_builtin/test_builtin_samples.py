@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pdwatch.analysis import Analysis, analyse
+from pdwatch.session.analysis import Analysis, analyse
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 FOLDERS = sorted(p.parent for p in SAMPLES.glob("*/expected.yaml"))

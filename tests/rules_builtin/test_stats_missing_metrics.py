@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from pdwatch.analysis import analyse
+from pdwatch.session.analysis import analyse
 from pdwatch.sim import LogOptions, run
 from pdwatch.sim.scenarios import SCENARIOS, START
 

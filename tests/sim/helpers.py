@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from parsers import Event, LogScanner
+from pdwatch.parsers import Event, LogScanner
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pdwatch.event_stream import EventStream
+from pdwatch.events.stream import EventStream
 from pdwatch.sources import FileTail, LineBlock, SourceSet, discovery
 
 from .helpers import has_text, kinds, lines, notices, poll_until, texts

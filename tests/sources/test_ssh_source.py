@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pdwatch.deployment import name_from_file
+from pdwatch.model.deployment import name_from_file
 from pdwatch.errors import UsageError
 from pdwatch.sources import LineBlock, SourceSet
 from pdwatch.sources.ssh_spec import parse_ssh, shell_glob

@@ -12,13 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pdwatch.cli import main
-from pdwatch.deployment import DeploymentModel, name_from_file
+from pdwatch.model.deployment import DeploymentModel, name_from_file
 from pdwatch.errors import UsageError
-from pdwatch.event_stream import EventStream
-from pdwatch.metrics.exporter import PdwatchExporter
+from pdwatch.events.stream import EventStream
+from pdwatch.views.exporter import PdwatchExporter
 from pdwatch.sources import ScrapeBlock, SourceSet
-from pdwatch.store import Store
-from pdwatch.topology_file import load_topology
+from pdwatch.model.store import Store
+from pdwatch.model.topology_file import load_topology
 
 from .helpers import notices, poll_until
 
@@ -174,7 +174,7 @@ def test_topology_urls_are_checked(tmp_path):
 
 def test_watching_a_log_and_its_url_counts_the_endpoint_once(tmp_path):
     """The scrapes fill in until the endpoint's own stats lines come; then the lines win, as in report."""
-    from pdwatch.live import LiveSession
+    from pdwatch.session.live import LiveSession
 
     def eventually(check, timeout: float = 20.0) -> bool:
         deadline = time.monotonic() + timeout

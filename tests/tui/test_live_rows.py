@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pdwatch.live import HISTORY_POINTS, STALE_INTERVALS, _history, _latest_engine_rows, _val
-from pdwatch.throughput import COUNTED
+from pdwatch.session.live import HISTORY_POINTS, STALE_INTERVALS, _history, _latest_engine_rows, _val
+from pdwatch.model.throughput import COUNTED
 
 
 def _frame(rng: random.Random, n: int, interval: float) -> pd.DataFrame:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pdwatch.live import LiveSession, parse_start
-from pdwatch.tui.app import PdwatchApp
-from pdwatch.tui.widgets.findings_table import FindingsTable
-from pdwatch.tui.screens.finding_detail import FindingDetail
-from pdwatch.tui.screens.help import HelpScreen
+from pdwatch.session.live import LiveSession, parse_start
+from pdwatch.views.tui.app import PdwatchApp
+from pdwatch.views.tui.widgets.findings_table import FindingsTable
+from pdwatch.views.tui.screens.finding_detail import FindingDetail
+from pdwatch.views.tui.screens.help import HelpScreen
 from tests.tui.pilot_helpers import plain, wait_for
 
 REPO = Path(__file__).resolve().parents[2]

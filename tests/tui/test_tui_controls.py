@@ -7,12 +7,12 @@ import math
 import shutil
 from pathlib import Path
 
-from pdwatch.live import LiveSession, parse_start
-from pdwatch.tui.app import PdwatchApp
-from pdwatch.tui.screens.endpoint_detail import EndpointDetailScreen
-from pdwatch.tui.screens.seek import SeekScreen
-from pdwatch.tui.widgets.findings_table import FindingsTable
-from pdwatch.tui.widgets.format import log_text
+from pdwatch.session.live import LiveSession, parse_start
+from pdwatch.views.tui.app import PdwatchApp
+from pdwatch.views.tui.screens.endpoint_detail import EndpointDetailScreen
+from pdwatch.views.tui.screens.seek import SeekScreen
+from pdwatch.views.tui.widgets.findings_table import FindingsTable
+from pdwatch.views.tui.widgets.format import log_text
 from tests.tui.pilot_helpers import plain, wait_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,9 +19,9 @@ import pytest
 from pdwatch.cli import main
 from pdwatch.commands.watch import run_headless
 from pdwatch.errors import UsageError
-from pdwatch.live import LiveSession
-from pdwatch.report import output
-from pdwatch.report.output import write_atomically
+from pdwatch.session.live import LiveSession
+from pdwatch.views.report import output
+from pdwatch.views.report.output import write_atomically
 
 REPO = Path(__file__).resolve().parents[2]
 PREFILL_BOUND = REPO / "samples" / "prefill-bound"
@@ -135,7 +135,7 @@ def _plain(widget) -> str:
 def test_export_key_on_a_full_disk_shows_the_error_and_keeps_running(tmp_path: Path, monkeypatch):
     from textual.widgets import Static
 
-    from pdwatch.tui.app import PdwatchApp
+    from pdwatch.views.tui.app import PdwatchApp
 
     target = tmp_path / "live.md"
     target.write_text("the previous export\n", encoding="utf-8")

@@ -14,7 +14,7 @@ import pytest
 
 from pdwatch.cli import main
 from pdwatch.commands.watch import run_headless
-from pdwatch.live import LiveSession, parse_speed, parse_start
+from pdwatch.session.live import LiveSession, parse_speed, parse_start
 
 REPO = Path(__file__).resolve().parents[2]
 PREFILL_BOUND = REPO / "samples" / "prefill-bound"
@@ -46,7 +46,7 @@ def test_replay_text_lines_not_a_tty(capsys):
 
 
 def test_replay_same_starts_as_report():
-    from pdwatch.analysis import analyse
+    from pdwatch.session.analysis import analyse
     expected = {(f.rule, f.endpoint, f.start) for f in analyse([str(PREFILL_BOUND)]).findings}
     session = LiveSession([str(PREFILL_BOUND)], mode="replay", speed=math.inf)
     out = io.StringIO()
@@ -244,8 +244,8 @@ def test_a_replay_prints_what_live_printed_when_the_finding_fired(capsys):
     # The real kv_pressure capture: kv_exhausted fires with 27 requests waiting and resolves
     # when the queue has drained to 4.7. A max-speed replay reads both within one tick; its
     # firing record must still be the one of the firing moment: no end, the summary then.
-    from pdwatch.analysis import analyse, evaluation_times
-    from rules import RuleEngine, load_rules
+    from pdwatch.session.analysis import analyse, evaluation_times
+    from pdwatch.rules import RuleEngine, load_rules
     from tests.conftest import REAL_LOGS
 
     capture = REAL_LOGS / "captures" / "kv_pressure"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pdwatch.live import LiveSession
-from pdwatch.tui.app import PdwatchApp
-from pdwatch.tui.screens.endpoint_detail import EndpointDetailScreen
-from pdwatch.tui.widgets.findings_table import FindingsTable
+from pdwatch.session.live import LiveSession
+from pdwatch.views.tui.app import PdwatchApp
+from pdwatch.views.tui.screens.endpoint_detail import EndpointDetailScreen
+from pdwatch.views.tui.widgets.findings_table import FindingsTable
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 

@@ -1,0 +1,266 @@
+"""Which endpoint each source belongs to, its role, engines and GPUs.
+
+Evidence, strongest first: an explicit topology (``--topology-file`` or
+``--prefill/--decode`` globs), the srt-slurm file name (``{node}_{role}_w{i}.out``;
+one endpoint may span the files of several nodes), a file name containing the word
+``prefill`` or ``decode``, then the log itself (``kv_role`` kv_producer/kv_consumer,
+a Dynamo worker naming its role). ``kv_both`` says nothing about the role.
+A ``/metrics`` URL is the endpoint ``host:port`` unless a topology entry lists it; an ssh
+source ``host:/path/file.log`` is named from its file name, like a local file.
+GPUs = DP x TP x PP where the log says so; otherwise a guess, flagged as such.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+from urllib.parse import urlsplit
+
+import regex
+
+from pdwatch.parsers import Event
+
+ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
+PARALLEL_KEYS = ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size")
+
+_SRT_SLURM = regex.compile(
+    r"^(?P<node>.+?)_(?P<role>prefill|decode|agg|frontend)_(?:w)?(?P<index>\d+)(?:\.metrics)?\.(?:out|err|log|txt)$")
+_ROLE_WORD = regex.compile(r"(?<![a-z])(prefill|decode)(?![a-z])", regex.I)
+_LOG_SUFFIX = regex.compile(r"(?:\.metrics)?\.(?:out|log|err|txt)$")  # x.log and x.metrics.txt: one endpoint
+_KV_ROLE = {"kv_producer": "prefill", "kv_consumer": "decode"}
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """One endpoint declared by the user (topology file), or with an empty name a role for
+    every matching file (``--prefill GLOB``), each file keeping the endpoint its name gives.
+
+    A local glob with a folder in it is matched against the source's resolved absolute path
+    (a topology file's relative globs are made absolute from the file's own folder when it
+    is read, as docker-compose and Prometheus file_sd do); a bare file-name glob
+    (``*_decode_w0.out``) against the source's file name. URLs and ``host:/path`` ssh
+    sources are compared as written."""
+
+    name: str
+    role: str
+    globs: tuple[str, ...]
+    gpus: int | None = None
+    written: tuple[str, ...] = ()  # the globs as the user wrote them, for notices
+
+    def matches(self, source: str) -> bool:
+        base = os.path.basename(source)
+        resolved = _resolved(source) or _remote_path(source)
+        for g in self.globs:
+            # equality first: a URL such as http://[::1]:8000/metrics is not a valid glob of itself
+            if source == g or fnmatch.fnmatch(source, g):
+                return True
+            if "/" not in g and fnmatch.fnmatch(base, g):
+                return True
+            if resolved is not None and os.path.isabs(g) and fnmatch.fnmatch(resolved, g):
+                return True
+        return False
+
+
+def _remote_path(source: str) -> str | None:
+    """The remote path of an ssh source named ``host:/path`` (a topology's absolute globs match it)."""
+    host, sep, path = source.partition(":")
+    return path if sep and host and "/" not in host and path.startswith("/") else None
+
+
+def _resolved(source: str) -> str | None:
+    """A local source's resolved absolute path (None for URLs, ssh sources and stdin)."""
+    if source == "-" or "://" in source or (":" in source.split("/", 1)[0] and not os.path.exists(source)):
+        return None
+    return os.path.realpath(source)
+
+
+@dataclass
+class Endpoint:
+    name: str
+    role: str = "unknown"
+    role_from: str = "unknown"  # topology | flag | file name | kv_role | dynamo | unknown
+    sources: list[str] = field(default_factory=list)
+    engines: set[int] = field(default_factory=set)
+    facts: dict[str, Any] = field(default_factory=dict)
+    declared_gpus: int | None = None
+
+    # Parallel sizes as read: key -> (size, where it was read). An explicit value (the args,
+    # a Namespace, the engine config line) beats one implied by the non-default args dict
+    # leaving the key out (vLLM lists only what differs from the default, 1).
+    parallel: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+    def read_parallel(self, key: str, size: int, origin: str, implied: bool = False) -> None:
+        held = self.parallel.get(key)
+        if held is None or (held[1].startswith("default") and not implied):
+            self.parallel[key] = (size, origin)
+            self.facts[key] = size
+
+    @property
+    def gpus(self) -> int | None:
+        if self.declared_gpus is not None:
+            return self.declared_gpus
+        dp = self.parallel.get("data_parallel_size", (len(self.engines) or None, ""))[0]
+        tp = self.parallel.get("tensor_parallel_size", (1, ""))[0]
+        pp = self.parallel.get("pipeline_parallel_size", (1, ""))[0]
+        return dp * tp * pp if dp else None
+
+    @property
+    def gpus_from(self) -> str:
+        """Where DP x TP x PP came from, for the reader: each factor and its line, or the guess."""
+        if self.declared_gpus is not None:
+            return "declared in the topology file"
+        parts = []
+        for key, label in zip(PARALLEL_KEYS, ("DP", "TP", "PP")):
+            if key in self.parallel:
+                size, origin = self.parallel[key]
+                parts.append(f"{label} {size} ({origin})")
+            elif key == "data_parallel_size":
+                parts.append(f"DP {len(self.engines) or '?'} (guessed from the engines seen)")
+            else:
+                parts.append(f"{label} 1 (guessed: not printed)")
+        return ", ".join(parts)
+
+    @property
+    def stats_silence(self) -> str | None:
+        """Why this endpoint prints no stats lines, when its own start-up lines say so."""
+        if self.facts.get("disable_log_stats"):
+            return "started with --disable-log-stats: vLLM prints no stats lines"
+        if self.facts.get("stats_disabled"):
+            count = self.facts.get("api_server_count")
+            servers = f"api_server_count {count}" if count else "more than one API server"
+            return f"vLLM disabled its stats logging ({servers})"
+        return None
+
+    @property
+    def gpus_inferred(self) -> bool:
+        """True when the GPU count is a guess: a parallel size no start-up line gave."""
+        if self.declared_gpus is not None:
+            return False
+        return any(key not in self.parallel for key in PARALLEL_KEYS)
+
+
+def _is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
+
+
+def name_from_file(source: str) -> tuple[str, str | None]:
+    """Endpoint name and role a file name gives (role None when it says nothing); a URL is ``host:port``."""
+    if source.startswith(("http://", "https://")):
+        parts = urlsplit(source)
+        return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}", None
+    base = os.path.basename(source)
+    m = _SRT_SLURM.match(base)
+    if m:
+        role = {"agg": "aggregated"}.get(m["role"], m["role"])
+        return (f"{m['role']}_w{m['index']}" if role != "frontend" else f"frontend_{m['index']}"), role
+    stem = _LOG_SUFFIX.sub("", base) if base != "-" else "stdin"
+    word = _ROLE_WORD.search(base)
+    return stem, (word[1].lower() if word else None)
+
+
+class DeploymentModel:
+    """Grows as events arrive; ``endpoints`` is always the current best view."""
+
+    def __init__(self, specs: Iterable[EndpointSpec] = ()) -> None:
+        self._specs = list(specs)
+        self.specs = tuple(self._specs)
+        self.absorbed: list[tuple[str, str]] = []  # (endpoint, into): URL endpoints claimed by a log
+        self.endpoints: dict[str, Endpoint] = {}
+        self._by_source: dict[str, Endpoint] = {}
+        for spec in self._specs:
+            if spec.name:
+                self.endpoints[spec.name] = Endpoint(spec.name, spec.role, "topology", declared_gpus=spec.gpus)
+
+    def endpoint_of(self, source: str) -> Endpoint:
+        endpoint = self._by_source.get(source)
+        if endpoint is not None:
+            return endpoint
+        spec = next((s for s in self._specs if s.matches(source)), None)
+        served = self.serving_port(urlsplit(source).port) if spec is None and _is_url(source) else None
+        if spec is not None and spec.name:
+            endpoint = self.endpoints[spec.name]
+        elif served is not None:  # the /metrics of a server whose log we read: the same endpoint
+            endpoint = served
+        elif spec is not None:
+            name, _ = name_from_file(source)
+            endpoint = self.endpoints.setdefault(name, Endpoint(name))
+            endpoint.role, endpoint.role_from = spec.role, "flag"
+        else:
+            name, role = name_from_file(source)
+            endpoint = self.endpoints.setdefault(name, Endpoint(name))
+            if role is not None and endpoint.role_from in ("unknown", "kv_role", "dynamo"):
+                endpoint.role, endpoint.role_from = role, "file name"
+        endpoint.sources.append(source)
+        self._by_source[source] = endpoint
+        return endpoint
+
+    def attach(self, source: str, endpoint: Endpoint) -> None:
+        """``source`` is another source of ``endpoint`` (a recorded scrape of its server)."""
+        if self._by_source.get(source) is endpoint:
+            return
+        self._by_source[source] = endpoint
+        endpoint.sources.append(source)
+
+    def _claim_urls(self, endpoint: Endpoint, port: int) -> None:
+        """A URL on ``port`` scraped before this log said its port made an endpoint of its own
+        (``host:port``): it is this endpoint's /metrics. Its sources move here; the store moves
+        its rows (``absorbed``)."""
+        if self.serving_port(port) is not endpoint:
+            return
+        for other in list(self.endpoints.values()):
+            if other is endpoint or other.role_from == "topology" or not other.sources:
+                continue
+            if all(_is_url(src) and urlsplit(src).port == port for src in other.sources):
+                for src in other.sources:
+                    self._by_source[src] = endpoint
+                    endpoint.sources.append(src)
+                del self.endpoints[other.name]
+                self.absorbed.append((other.name, endpoint.name))
+
+    def serving_port(self, port: int | None) -> Endpoint | None:
+        """The one endpoint whose log says its server listens on ``port`` (None if none or several:
+        every node of a multi-node job may use the same port, and then only a topology can tell)."""
+        if port is None:
+            return None
+        found = [e for e in self.endpoints.values() if e.facts.get("port") == port]
+        return found[0] if len(found) == 1 else None
+
+    def observe(self, event: Event) -> Endpoint:
+        endpoint = self.endpoint_of(event.source)
+        if event.engine is not None and event.kind not in ("spec_decode", "kv_transfer"):
+            endpoint.engines.add(event.engine)
+        elif event.kind == "args":
+            self._learn_args(endpoint, event)
+        elif event.kind == "engine_config":
+            for key in PARALLEL_KEYS:
+                if isinstance(event.values.get(key), int):
+                    endpoint.read_parallel(key, event.values[key], f"engine config, line {event.line_no}")
+        elif event.kind == "role_hint":
+            self._infer_role(endpoint, event.values["role"], "dynamo")
+        return endpoint
+
+    def _learn_args(self, endpoint: Endpoint, event: Event) -> None:
+        args = event.values["args"]
+        if isinstance(args.get("port"), int) and not isinstance(args["port"], bool):
+            endpoint.facts["port"] = args["port"]  # where its /metrics are: a scrape of that port is this endpoint
+            self._claim_urls(endpoint, args["port"])
+        namespace = event.values.get("form") == "namespace"
+        where = f"{'Namespace args' if namespace else 'non-default args'}, line {event.line_no}"
+        for key in PARALLEL_KEYS:
+            if isinstance(args.get(key), int) and not isinstance(args[key], bool):
+                endpoint.read_parallel(key, args[key], where)
+            elif not namespace and key not in args:  # the non-default args leave out what is at its default, 1
+                endpoint.read_parallel(key, 1, f"default: not in the non-default args, line {event.line_no}",
+                                       implied=True)
+        kv = args.get("kv_transfer_config")
+        if isinstance(kv, dict) and kv.get("kv_role") in _KV_ROLE:
+            self._infer_role(endpoint, _KV_ROLE[kv["kv_role"]], "kv_role")
+
+    @staticmethod
+    def _infer_role(endpoint: Endpoint, role: str, origin: str) -> None:
+        if endpoint.role_from == "unknown":
+            endpoint.role, endpoint.role_from = role, origin
+        elif endpoint.role != role:
+            endpoint.facts["role_conflict"] = f"{origin} says {role}, {endpoint.role_from} says {endpoint.role}"

@@ -1,0 +1,329 @@
+"""Per-endpoint time series (pandas), fed with events in batches, read as rule views.
+
+Rows are buffered as plain tuples and turned into DataFrames only on ``flush`` (a tick
+of the dashboard, the end of a replay): appending to a DataFrame per line would copy it
+every time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from pdwatch.parsers import Event
+from pdwatch.model.log_facts import FACT_KINDS, fold as learn_facts
+from pdwatch.model.deployment import DeploymentModel, Endpoint
+from pdwatch.rules.model import STATS_FIELDS, STORED_EVENT_KINDS, DeploymentView, EndpointView
+
+_STATS_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text")
+_EVENT_COLUMNS = ("ts", "engine", "kind", "source", "line_no", "text", "reason")
+# Problems and facts rules may quote; the chatty kinds (access lines, router choices) stay out.
+_KEPT_EVENT_KINDS = frozenset(STORED_EVENT_KINDS)
+# Kinds the store only counts, which ``pdwatch report`` skips (``LogScanner(skip_kinds=...)``,
+# the first of each still read so a frontend of router lines only is an endpoint): a Dynamo
+# frontend logs a router line and an access line per request, most of its log, and decoding
+# them cost a 1 GB report more time than all the other lines together. An endpoint's last
+# seen time is then that of its last line of the other kinds.
+UNSTORED_KINDS = frozenset({"http_access", "worker_selected", "request_completed", "model_registered"})
+assert not UNSTORED_KINDS & _KEPT_EVENT_KINDS
+# Lines any Python process writes (a proxy, a benchmark client): a source with only these is
+# not a vLLM or Dynamo server, so it is no endpoint (``Store.endpoints``; ``Store.not_servers``).
+GENERIC_KINDS = frozenset({"traceback", "http_access", "shutdown", "stop_requested"})
+# What DeploymentModel.observe and the facts read beyond engine numbers: Partial relies on it.
+_MODEL_KINDS = FACT_KINDS | {"args", "engine_config", "role_hint"}
+assert _MODEL_KINDS <= _KEPT_EVENT_KINDS, _MODEL_KINDS - _KEPT_EVENT_KINDS
+
+
+@dataclass
+class _Series:
+    stats_rows: list[tuple] = field(default_factory=list)
+    event_rows: list[tuple] = field(default_factory=list)
+    stats: pd.DataFrame = field(default_factory=lambda: _empty(_STATS_COLUMNS))
+    events: pd.DataFrame = field(default_factory=lambda: _empty(_EVENT_COLUMNS))
+    last_ts: datetime | None = None  # a pd.Timestamp only when asked: not one per event
+
+
+@dataclass(slots=True)
+class Partial:
+    """Consecutive events of one source, folded as ``Store.add`` folds them; ``Store.merge`` adds them.
+
+    What the store keeps of an event is a stats row, a kept event, or a count: so a worker
+    scanning a file ships these instead of its events (the chatty kinds, most of a log's
+    events, shrink to counts and engine numbers). Exact because the deployment model and
+    the facts read only kept kinds (``_MODEL_KINDS``), and an engine set does not care
+    about order.
+    """
+
+    source: str
+    count: int = 0
+    raw_counts: dict[str, int] = field(default_factory=dict)
+    engines: set[int] = field(default_factory=set)
+    kept: list[Event] = field(default_factory=list)  # in order: the model and facts replay them
+    stats_rows: list[tuple] = field(default_factory=list)
+    last_ts: datetime | None = None  # of the last event with a time
+
+
+def fold_events(events: Iterable[Event]) -> list[Partial]:
+    """Events -> one ``Partial`` per run of the same source, in order."""
+    parts: list[Partial] = []
+    part: Partial | None = None
+    source = None
+    kept_kinds, stats_fields, to_float = _KEPT_EVENT_KINDS, STATS_FIELDS, _float
+    raw: dict[str, int] = {}
+    engines: set[int] = set()
+    stats_rows: list[tuple] = []
+    kept: list[Event] = []
+    for event in events:
+        if event.source != source or part is None:
+            source = event.source
+            part = Partial(source)
+            parts.append(part)
+            raw, engines, stats_rows, kept = part.raw_counts, part.engines, part.stats_rows, part.kept
+        part.count += 1
+        kind = event.kind
+        raw[kind] = raw.get(kind, 0) + 1
+        if event.ts is not None:
+            part.last_ts = event.ts
+        if kind in kept_kinds:
+            kept.append(event)  # observe() decides about its engine (not spec_decode's, kv_transfer's)
+            continue
+        engine = event.engine
+        if engine is not None:
+            engines.add(engine)
+        elif kind == "stats":
+            engines.add(0)  # a stats line without "Engine N:" (no DP, V0): the one engine, 0, as stored
+        if kind == "stats":
+            v = event.values
+            stats_rows.append((
+                event.ts, 0 if engine is None else engine,  # no DP: one engine
+                *[to_float(v.get(f)) for f in stats_fields], event.source, event.line_no, event.text))
+    return parts
+
+
+def _empty(columns: Iterable[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+
+
+class Store:
+    def __init__(self, model: DeploymentModel | None = None) -> None:
+        self.model = model or DeploymentModel()
+        self._series: dict[str, _Series] = {}
+        self.deployment_facts: dict[str, Any] = {}
+        self.raw_counts: dict[str, int] = {}
+        self._line_memo: dict[tuple[str, int], str | None] = {}
+        self._servers: set[str] = set()  # endpoints with a line only a vLLM or Dynamo server writes
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def add(self, events: Iterable[Event]) -> None:
+        for part in fold_events(events):
+            self.merge(part)
+
+    def merge(self, part: Partial) -> None:
+        """Add the events ``part`` folded, exactly as ``add`` of those events would.
+
+        Parts must come in the order of their events (a worker's parts, file by file)."""
+        if not part.count:
+            return  # a source with no events is not an endpoint yet
+        endpoint = self.model.endpoint_of(part.source)
+        series = self._series.get(endpoint.name)
+        if series is None:  # not setdefault: building a _Series makes two DataFrames
+            series = self._series[endpoint.name] = _Series()
+        raw = self.raw_counts
+        for kind, n in part.raw_counts.items():
+            raw[kind] = raw.get(kind, 0) + n
+        if endpoint.name not in self._servers and not part.raw_counts.keys() <= GENERIC_KINDS:
+            self._servers.add(endpoint.name)
+        endpoint.engines |= part.engines
+        rows = series.event_rows
+        for event in part.kept:  # every event the model and the facts read is a kept one
+            self.model.observe(event)
+            learn_facts(endpoint.facts, event)  # the rules' facts plus what capacity needs
+            # A traceback is quoted by its exception line (its text), so it is cited there too.
+            line_no = event.end_line_no if event.kind == "traceback" and event.end_line_no else event.line_no
+            rows.append((event.ts, event.engine, event.kind, event.source, line_no,
+                         event.text, event.values.get("reason")))
+        series.stats_rows.extend(part.stats_rows)
+        while self.model.absorbed:  # a log claimed an endpoint made of its URL: one endpoint, one series
+            self._absorb(*self.model.absorbed.pop(0))
+        if part.last_ts is not None:
+            series.last_ts = part.last_ts
+
+    def _absorb(self, old: str, into: str) -> None:
+        gone = self._series.pop(old, None)
+        if gone is None:
+            return
+        target = self._series.setdefault(into, _Series())
+        self.flush()
+        target.stats_rows.extend(tuple(r) for r in gone.stats.itertuples(index=False, name=None))
+        target.stats_rows.extend(gone.stats_rows)
+        target.event_rows.extend(tuple(r) for r in gone.events.itertuples(index=False, name=None))
+        target.event_rows.extend(gone.event_rows)
+        if gone.last_ts is not None and (target.last_ts is None or gone.last_ts > target.last_ts):
+            target.last_ts = gone.last_ts
+        self._servers.discard(old)
+        self._servers.add(into)
+
+    def flush(self) -> None:
+        for name, series in self._series.items():
+            if series.stats_rows:
+                frame = _stats_frame(series.stats_rows)
+                old = series.stats
+                if old.empty:
+                    series.stats = frame.sort_values("ts", kind="stable", ignore_index=True)
+                elif frame.empty:
+                    pass
+                elif frame["ts"].is_monotonic_increasing and frame["ts"].iloc[0] >= old["ts"].iloc[-1]:
+                    # The live case: new lines after the old ones. A stable sort would keep this order.
+                    series.stats = pd.concat([old, frame], ignore_index=True)
+                else:
+                    series.stats = pd.concat([old, frame], ignore_index=True).sort_values(
+                        "ts", kind="stable", ignore_index=True)
+                series.stats_rows = []
+                self._learn_interval(self.model.endpoints[name], series.stats)
+            if series.event_rows:
+                frame = _events_frame(series.event_rows)
+                series.events = frame if series.events.empty else pd.concat([series.events, frame], ignore_index=True)
+                series.event_rows = []
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def endpoints(self) -> list[Endpoint]:
+        """The deployment's endpoints: declared ones, and those whose logs show a server."""
+        return sorted((e for e in self.model.endpoints.values() if self._is_endpoint(e)),
+                      key=lambda e: (_ROLE_ORDER.get(e.role, 9), e.name))
+
+    def not_servers(self) -> list[Endpoint]:
+        """Sources read whose lines show no vLLM or Dynamo server (only tracebacks, access lines)."""
+        return [e for e in self.model.endpoints.values() if not self._is_endpoint(e)]
+
+    def _is_endpoint(self, endpoint: Endpoint) -> bool:
+        if endpoint.role_from == "topology":  # declared: an endpoint once a source is its
+            return bool(endpoint.sources)
+        return endpoint.name in self._servers or endpoint.name not in self._series
+
+
+    def spread_unknown(self, name: str, field: str, engine: int, after: Any, upto: Any, total: float) -> int:
+        """Give ``total`` (a preemption counter's increase over (after, upto], from /metrics) to the
+        lines of ``engine`` in that interval whose ``field`` the log left unknown; returns how many.
+
+        vLLM 0.32's stats line prints no Preemptions while its /metrics count them: with the
+        endpoint's scrapes beside its log, the lines learn them. The log cannot say which line
+        had them, so they are shared evenly by the lines where one could happen: requests
+        running with the cache at least 80% full (else every line with requests running);
+        the others are known to have had none."""
+        self.flush()
+        series = self._series.get(name)
+        if series is None or series.stats.empty:
+            return 0
+        frame = series.stats
+        rows = ((frame["engine"] == engine) & (frame["ts"] > pd.Timestamp(after)) & (frame["ts"] <= pd.Timestamp(upto))
+                & frame[field].isna())
+        if not rows.any():
+            return 0
+        busy = rows & (frame["running"] > 0)
+        full = busy & (frame["kv_usage_pct"] >= 80)
+        share = full if full.any() else busy
+        frame.loc[rows, field] = 0.0
+        if share.any():
+            frame.loc[share, field] = total / int(share.sum())
+        return int(rows.sum())
+
+    def stats(self, name: str) -> pd.DataFrame:
+        return self._series[name].stats if name in self._series else _empty(_STATS_COLUMNS)
+
+    def events(self, name: str) -> pd.DataFrame:
+        return self._series[name].events if name in self._series else _empty(_EVENT_COLUMNS)
+
+    def line_text(self, source: str, line_no: int) -> str | None:
+        """The original text of a stats line (evidence quotes), memoised: the same few lines are
+        asked for on every dashboard tick, and each lookup would otherwise filter a whole frame."""
+        key = (source, line_no)
+        if key not in self._line_memo:
+            endpoint = self.model.endpoint_of(source)
+            stats = self.stats(endpoint.name)
+            hit = stats[(stats["source"] == source) & (stats["line_no"] == line_no)] if not stats.empty else stats
+            self._line_memo[key] = str(hit["text"].iloc[-1]) if not hit.empty else None
+        return self._line_memo[key]
+
+    def quote(self, quote: dict[str, Any]) -> dict[str, Any]:
+        """A rule's evidence quote as people read it: source, line and, for a stats line, its
+        original wording (the rule engine keeps the fields it read)."""
+        text = quote.get("text") or ""
+        if quote.get("kind") == "stats":
+            text = self.line_text(quote["source"], quote["line_no"]) or text
+        return {"source": quote.get("source"), "line_no": quote.get("line_no"), "text": text}
+
+    def last_seen(self, name: str) -> pd.Timestamp | None:
+        series = self._series.get(name)
+        return pd.Timestamp(series.last_ts) if series and series.last_ts is not None else None
+
+    def view(self) -> DeploymentView:
+        self.flush()
+        views = []
+        for ep in self.endpoints():
+            engines = tuple(sorted(ep.engines)) or (0,)  # a server with no DP rank in sight is one engine
+            views.append(EndpointView(ep.name, ep.role, engines, ep.gpus, dict(ep.facts),
+                                      self.stats(ep.name), self.events(ep.name)))
+        return DeploymentView(tuple(views), dict(self.deployment_facts))
+
+    def time_range(self) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+        starts, ends = [], []
+        for name in self._series:
+            frame = self.stats(name)
+            if not frame.empty:
+                starts.append(frame["ts"].iloc[0])
+                ends.append(frame["ts"].iloc[-1])
+        return (min(starts), max(ends)) if starts else None
+
+    @staticmethod
+    def _learn_interval(endpoint: Endpoint, frame: pd.DataFrame) -> None:
+        # The median of each engine's spacing, in numpy: a live tick learns it for every
+        # endpoint that got a line, and pandas' groupby cost ~1.5 ms a call.
+        if len(frame) < 2:
+            return
+        engines = frame["engine"].to_numpy()
+        stamps = frame["ts"].dt.tz_convert(None).to_numpy().astype("datetime64[ns]").astype(np.int64)
+        order = np.argsort(engines, kind="stable")  # each engine's rows, in frame (time) order
+        engines, stamps = engines[order], stamps[order]
+        gaps = (np.diff(stamps) / 1e9)[engines[1:] == engines[:-1]]
+        gaps = gaps[gaps > 0]
+        if len(gaps):
+            endpoint.facts["stats_interval_s"] = float(np.median(gaps))
+
+
+_ROLE_ORDER = {"prefill": 0, "decode": 1, "aggregated": 2, "unknown": 3, "frontend": 4}
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else np.nan
+
+
+def _stats_frame(rows: list[tuple]) -> pd.DataFrame:
+    """Rows -> a frame, built column by column (a live tick builds one per endpoint: the
+    record-and-astype way cost ~5 ms for a single row)."""
+    rows = [r for r in rows if r[0] is not None]  # a stats line without a time cannot be placed
+    columns = list(zip(*rows)) if rows else [()] * len(_STATS_COLUMNS)
+    data: dict[str, Any] = {"ts": pd.to_datetime(pd.Series(columns[0], dtype=object), utc=True),
+                            "engine": np.asarray(columns[1], dtype=np.int64)}
+    for i, name in enumerate(STATS_FIELDS, start=2):
+        data[name] = np.asarray(columns[i], dtype=np.float64)
+    # A line that does not print Preemptions leaves them unknown (NaN), not 0: vLLM 0.32 prints
+    # none even while its /metrics count them.
+    n = 2 + len(STATS_FIELDS)
+    data["source"] = pd.Series(columns[n])  # pandas infers its string dtype, as from records
+    data["line_no"] = np.asarray(columns[n + 1], dtype=np.int64)
+    data["text"] = pd.Series(columns[n + 2])
+    return pd.DataFrame(data)
+
+
+def _events_frame(rows: list[tuple]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows, columns=_EVENT_COLUMNS)
+    frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
+    frame["engine"] = frame["engine"].astype("Int64")
+    frame["line_no"] = frame["line_no"].astype("int64")
+    return frame

@@ -1,0 +1,315 @@
+"""Post-mortem analysis: read finished logs, build the store, replay the rule clock.
+
+The rules are evaluated at every stats interval from the first to the last timestamp
+of the run, the same loop the live dashboard runs tick by tick, so a finding has the
+start and end it would have had live.
+
+The files are read on every core when there is enough to read (``_read_on_every_core``):
+the same store, notices and findings as the sequential read, which stays for small runs,
+one core, stdin and remote sources.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from typing import Any, Iterable
+
+import pandas as pd
+
+from pdwatch.parsers import Event
+from pdwatch.capacity import view as capacity_view
+from pdwatch.events import parallel_scan
+from pdwatch.capacity import ModelSpec
+from pdwatch.model.deployment import DeploymentModel, EndpointSpec
+from pdwatch.errors import require_inputs, require_one_existing
+from pdwatch.events.stream import EventStream
+from pdwatch.events.recorded import read_recorded_with_ports
+from pdwatch.sources import READ_FAILURES, FileTail, SourceNotice, SourceSet, is_ssh, is_url
+from pdwatch.sources.scrape_source import UNREAD_PAGE
+from pdwatch.model.store import UNSTORED_KINDS, Partial, Store, fold_events
+from pdwatch.model.throughput import Headline, headline
+from pdwatch.model.topology_file import unmatched_notices
+from pdwatch.rules import Finding, Rule, RuleEngine, load_rules
+
+_BATCH = 20_000
+_MAX_STEPS = 3000  # a days-long run at 1 s is evaluated at a coarser step, not 86,400 times
+
+
+@dataclass
+class Analysis:
+    paths: list[str]
+    store: Store
+    headline: Headline
+    findings: list[Finding]
+    rules: list[Rule]
+    notices: list[SourceNotice] = field(default_factory=list)
+    metrics_files: list[str] = field(default_factory=list)
+    clock: tuple[pd.Timestamp, pd.Timestamp] | None = None
+    capacity: capacity_view.CapacityView = field(default_factory=capacity_view.CapacityView)
+
+    @property
+    def failed_sources(self) -> list[SourceNotice]:
+        return [n for n in self.notices if n.kind in READ_FAILURES]
+
+
+def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths: list[str] | None = None,
+            year: int | None = None, tz: tzinfo | None = None, rules: list[Rule] | None = None,
+            model: ModelSpec | None = None) -> Analysis:
+    rules = rules if rules is not None else load_rules(rule_paths)
+    sources = SourceSet(paths, follow=False)
+    require_inputs(sources, paths)
+    require_one_existing(sources)
+    store = Store(DeploymentModel(specs))
+    files = _parallel_files(paths, sources)
+    if files is None:
+        notices = _read_here(store, sources, year, tz)
+    else:
+        sources.close()
+        notices = _read_on_every_core(store, files, sources.metrics_files, year, tz)
+    store.flush()
+    notices += _add_recorded_metrics(store, sources.metrics_files)
+    notices += unmatched_notices(store.model.specs, list(sources.sources) + list(sources.metrics_files))
+    notices += [SourceNotice(src, "info", f"{src}: no vLLM or Dynamo server lines (only tracebacks or access "
+                                            "lines): not an endpoint")
+                for e in store.not_servers() for src in e.sources]
+
+    capacity = capacity_view.compute(store, model)  # before the rules: they read planned_concurrency
+    endpoints = store.endpoints()
+    result = headline(endpoints, {e.name: store.stats(e.name) for e in endpoints})
+    engine = RuleEngine(rules)
+    clock = _time_range(store)
+    if clock is not None:
+        view = store.view()
+        for now in evaluation_times(store, *clock):
+            engine.evaluate(view, now.floor("us").to_pydatetime())
+    # A user regex that timed out (rules.userregex): "rules.yaml:12: ..." on stderr and in the report.
+    notices += [SourceNotice(m.split(":", 1)[0], "rules", m) for m in engine.notices]
+    return Analysis(list(paths), store, result, engine.findings(), rules, notices,
+                    sources.metrics_files, clock, capacity)
+
+
+def _progress(message: str) -> None:
+    """A long read (remote files over ssh) says how far it is, on stderr."""
+    print(f"pdwatch: {message}", file=sys.stderr, flush=True)
+
+
+def _read_here(store: Store, sources: SourceSet, year: int | None, tz: tzinfo | None) -> list[SourceNotice]:
+    """The sequential read: one ``EventStream`` over every source, events in batches."""
+    notices: list[SourceNotice] = []
+    batch: list[Event] = []
+    for item in EventStream(sources, year=year, tz=tz, skip_kinds=UNSTORED_KINDS, progress=_progress):
+        if isinstance(item, SourceNotice):
+            notices.append(item)
+            continue
+        batch.append(item)
+        if len(batch) >= _BATCH:
+            store.add(batch)
+            batch = []
+    store.add(batch)
+    return notices
+
+
+# --- the same read on every core ------------------------------------------------------------
+#
+# The sequential read takes the files one after the other, each to its end, and the
+# scanners' ``finish`` events after all files. The store depends on the order of the
+# events only within that sequence; each worker folds its file (or a piece of a big file,
+# ``parallel_scan``) into ``store.Partial``s, shipped back instead of the events, and the
+# parent merges them in the sequential order: the same store, the same notices.
+
+MIN_PARALLEL_BYTES = 8 << 20  # below this, starting workers (~50 ms) costs more than it saves
+SPLIT_MIN_BYTES = 8 << 20  # a file is scanned in pieces over this and over a quarter of a core's share
+_MIN_PIECE_BYTES = 4 << 20
+
+_WORKER: dict[str, Any] = {}
+
+
+def _parallel_files(paths: list[str], sources: SourceSet) -> list[str] | None:
+    """The files to read on every core, in the sequential order; None to read them here."""
+    if any(is_url(p) or is_ssh(p) for p in paths) or parallel_scan.worker_count() < 2:
+        return None
+    files = sources.sources  # a replay of local paths: its files, sorted as they are read
+    if not files or "-" in files or sum(map(_size, files)) < MIN_PARALLEL_BYTES:
+        return None
+    return files
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _read_on_every_core(store: Store, files: list[str], metrics_files: list[str], year: int | None,
+                        tz: tzinfo | None) -> list[SourceNotice]:
+    workers = parallel_scan.worker_count()
+    sizes = {path: _size(path) for path in files}
+    share = sum(sizes.values()) // workers
+    # The notices the sequential read gives first: each recorded scrape skipped as a log.
+    notices = [n for n in SourceSet(metrics_files, follow=False).blocks() if isinstance(n, SourceNotice)]
+    context = multiprocessing.get_context("fork")  # workers inherit the loaded parsers and rules
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                             initargs=(year, tz)) as pool:
+        big = [path for path in files if sizes[path] >= max(SPLIT_MIN_BYTES, share // 4)]
+        # The other files first, largest first: the workers start on them while this process
+        # checks the big ones can be split (it reads their first megabyte); a big one that
+        # cannot be goes to a worker whole at the end.
+        wholes = {path: pool.submit(_read_file, path)
+                  for path in sorted((p for p in files if p not in big), key=sizes.__getitem__, reverse=True)}
+        scans: dict[str, tuple[list[SourceNotice], parallel_scan.FileScan]] = {}
+        for path in big:
+            started = _start_scan(path, pool, workers, year, tz)
+            if started is None:
+                wholes[path] = pool.submit(_read_file, path)
+            else:
+                scans[path] = started
+        finishes: list[Partial] = []
+        for path in files:
+            if path in scans:
+                opened, scan = scans.pop(path)
+                notices += opened
+                last: list[Partial] = []
+                for parts in scan:  # each piece's parts, then the finish's (merged as they come)
+                    for part in last:
+                        store.merge(part)
+                    last = parts
+                finishes += last
+            else:
+                file_notices, parts, finish = wholes.pop(path).result()
+                notices += file_notices
+                for part in parts:
+                    store.merge(part)
+                finishes += finish
+    for part in finishes:  # after every file, as EventStream.finish
+        store.merge(part)
+    return notices
+
+
+def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | None,
+                tz: tzinfo | None) -> tuple[list[SourceNotice], parallel_scan.FileScan] | None:
+    """A big file's scan in pieces, started, with the notice its sequential read gives on
+    opening it; None when it must be read as a whole (``NotSplittable``, or a notice other than
+    "opened", as for NUL padding, that the pieces would not give)."""
+    tail = FileTail(path, follow=False, chunk_size=1)  # opens it and reads a few bytes: its notices
+    try:
+        opened = [item for item in tail.poll() if isinstance(item, SourceNotice)]
+    finally:
+        tail.close()
+    if [n.kind for n in opened] != ["opened"]:
+        return None
+    # Two pieces a worker at least: the last pieces of a file end nearly together.
+    piece_bytes = min(parallel_scan._PIECE_BYTES, max(_MIN_PIECE_BYTES, _size(path) // (2 * workers)))
+    try:
+        scan = parallel_scan.FileScan(path, year=year, tz=tz, render=fold_events, workers=workers,
+                                      skip_kinds=UNSTORED_KINDS,
+                                      piece_bytes=piece_bytes, finish_apart=True)
+        scan.start(pool)
+    except (parallel_scan.NotSplittable, OSError):
+        return None
+    return opened, scan
+
+
+def _init_worker(year: int | None, tz: tzinfo | None) -> None:
+    _WORKER.update(year=year, tz=tz)
+
+
+def _read_file(path: str) -> tuple[list[SourceNotice], list[Partial], list[Partial]]:
+    """One whole file as the sequential read takes it: its notices, its events folded, and the
+    folded events of its scanner's ``finish`` (which the sequential read gives after all files)."""
+    sources = SourceSet([path], follow=False)
+    stream = EventStream(sources, year=_WORKER["year"], tz=_WORKER["tz"], skip_kinds=UNSTORED_KINDS)
+    notices: list[SourceNotice] = []
+    parts: list[Partial] = []
+    batch: list[Event] = []
+    for item in sources.blocks():
+        if isinstance(item, SourceNotice):
+            notices.append(item)
+            continue
+        batch += stream.events_of(item)
+        if len(batch) >= _BATCH:
+            parts += fold_events(batch)
+            batch = []
+    parts += fold_events(batch)
+    return notices, parts, fold_events(stream.finish())
+
+
+def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
+    """Recorded /metrics scrapes fill the gap of endpoints whose logs print no stats lines.
+
+    An endpoint given both its log and its scrapes stays one endpoint (``x.log`` and
+    ``x.metrics.txt`` name the same one); its log's stats lines win, the scrapes are not
+    added twice over them.
+    """
+    notices: list[SourceNotice] = []
+    for path in paths:
+        events, errors, ports = read_recorded_with_ports(path)
+        notices += [SourceNotice(path, "error", f"{path}: {e}") for e in errors]
+        if not events and not errors:
+            notices.append(SourceNotice(path, "info", f"{path}: {UNREAD_PAGE}"))
+        by_source: dict[str, list[Event]] = {}
+        for event in events:
+            by_source.setdefault(event.source, []).append(event)
+        for source, group in by_source.items():
+            # A scrape names its server's port; a log names the port its server listens on.
+            port = ports.get(source)
+            served = store.model.serving_port(port)
+            if served is not None and source not in served.sources:
+                store.model.attach(source, served)
+                notices.append(SourceNotice(source, "info", f"{source}: the /metrics of {served.name} "
+                                                             f"(port {port}, as its log's args say)"))
+            endpoint = store.model.endpoint_of(source)
+            if not store.stats(endpoint.name).empty and any(s != source for s in endpoint.sources):
+                filled = _preemptions_from_scrapes(store, endpoint.name, group)
+                told = f"; their preemption counts fill {filled} stats lines that print none" if filled else ""
+                notices.append(SourceNotice(source, "info", f"{source}: {endpoint.name} has stats lines, which "
+                                                             f"are used{told}"))
+                continue
+            endpoint.facts["stats_from_metrics"] = True
+            store.add(group)
+    store.flush()
+    return notices
+
+
+def _preemptions_from_scrapes(store: Store, name: str, scrapes: list[Event]) -> int:
+    """The scrapes' preemption counts go to the log's stats lines that print none, interval by
+    interval, when the scrapes are close enough (3 stats intervals at most) to say which lines
+    had them; a count over a longer span stays out of the lines (they stay unknown)."""
+    interval = store.model.endpoints[name].facts.get("stats_interval_s") or 10.0
+    filled = 0
+    previous: dict[int, Any] = {}
+    for event in scrapes:
+        engine = 0 if event.engine is None else event.engine
+        increase = event.values.get("preemptions")
+        if increase is not None and engine in previous and \
+                (event.ts - previous[engine]).total_seconds() <= 3 * interval:
+            filled += store.spread_unknown(name, "preemptions", engine, previous[engine], event.ts, increase)
+        previous[engine] = event.ts
+    return filled
+
+
+def evaluation_times(store: Store, start: pd.Timestamp, end: pd.Timestamp) -> list[pd.Timestamp]:
+    intervals = [e.facts["stats_interval_s"] for e in store.endpoints() if e.facts.get("stats_interval_s")]
+    step = min(intervals) if intervals else 10.0
+    span = (end - start).total_seconds()
+    step = max(step, span / _MAX_STEPS, 0.5)
+    times = list(pd.date_range(start, end, freq=pd.Timedelta(seconds=step)))
+    if not times or times[-1] < end:
+        times.append(end)
+    return times
+
+
+def _time_range(store: Store) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    stamps: list[pd.Timestamp] = []
+    for endpoint in store.endpoints():
+        for frame in (store.stats(endpoint.name), store.events(endpoint.name)):
+            if not frame.empty:
+                ts = frame["ts"].dropna()
+                if not ts.empty:
+                    stamps.extend((ts.min(), ts.max()))
+    return (min(stamps), max(stamps)) if stamps else None

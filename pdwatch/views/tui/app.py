@@ -1,0 +1,359 @@
+"""The dashboard: header, endpoint panes by role, findings table; a worker thread ingests.
+
+Threads: the ingest worker only calls ``LiveSession.ingest`` (which hands events over under
+a lock) and talks to the app with ``post_message``; the UI thread ticks the session every
+``refresh`` seconds (``set_interval``) and renders the immutable snapshot. Replay controls
+(pause, step, seek, next/previous finding) call the session on the UI thread too: the store
+and the rule engine have one owner.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import DataTable, Footer, Static
+
+from pdwatch.session.live import LiveSession, Snapshot
+
+from .messages import IngestFailed, LinesArrived, SourcesRead
+from .screens.endpoint_detail import EndpointDetailScreen
+from .screens.finding_detail import FindingDetail
+from .screens.help import HelpScreen
+from .screens.seek import SeekScreen
+from .widgets.endpoint_pane import EndpointPane
+from .widgets.findings_table import FindingsTable
+from .widgets.format import clock_text
+from .widgets.header import DeploymentHeader
+
+GROUPS = (("prefill", "Prefill"), ("decode", "Decode"), ("other", "Other"))
+
+
+def group_of(role: str) -> str:
+    return role if role in ("prefill", "decode") else "other"
+
+
+class PdwatchApp(App):
+    TITLE = "pdwatch"
+    ENABLE_COMMAND_PALETTE = False  # every action has a key (see ?); the footer needs the room
+    TICK_BUDGET_S = 0.2  # a long replay jump evaluates the rules for at most this long per tick
+    CSS = """
+    #endpoints { height: 1fr; }
+    .group-title { height: 1; text-style: bold; background: $panel; padding: 0 1; }
+    .group { height: auto; }
+    Screen.-wide .group { layout: grid; grid-size: 2; grid-rows: auto; grid-gutter: 0 1; }
+    #findings-title { height: 1; text-style: bold; background: $panel; padding: 0 1; }
+    /* as tall as the findings (at most 40%): the panes get the rest */
+    #findings-box { height: auto; max-height: 40%; min-height: 5; }
+    #status { height: 1; color: $text-muted; padding: 0 1; }
+    """
+    # The footer shows what fits in 80 columns; ? lists every key.
+    BINDINGS = [
+        Binding("q", "quit", "quit"),
+        Binding("question_mark", "help", "help", key_display="?"),
+        Binding("d", "endpoint_detail", "endpoint"),
+        Binding("space", "pause", "pause"),
+        Binding("s", "step", "step", show=False),
+        Binding("plus,equals_sign", "faster", "faster", key_display="+", show=False),
+        Binding("minus", "slower", "slower", key_display="-", show=False),
+        Binding("n", "next_finding", "next"),
+        Binding("p", "previous_finding", "prev"),
+        Binding("g", "seek", "go to"),
+        Binding("e", "export", "export", show=False),
+    ]
+
+    def __init__(self, session: LiveSession, refresh: float = 0.5, export_path: str = "pdwatch-live-report.md") -> None:
+        super().__init__()
+        self.session = session
+        session.tick_budget_s = self.TICK_BUDGET_S
+        self.refresh_s = refresh
+        self.export_path = export_path
+        self.snapshot: Snapshot | None = None
+        self._panes: dict[str, EndpointPane] = {}
+        self._stop = threading.Event()
+        self._lines_pending = threading.Event()  # a LinesArrived message is on its way
+        self._last_tick = 0.0
+        self._early_tick_set = False
+        self._status = ""
+        self._select_next_fired = False  # after n: put the cursor on the finding that stops the replay
+        self.main = None  # the main screen, set on mount
+
+    REPLAY_ONLY = {"pause", "step", "faster", "slower", "seek"}
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        """Watch mode has no clock to move: its footer does not offer the replay keys."""
+        if action in self.REPLAY_ONLY and self.session.mode != "replay":
+            return False
+        return True
+
+    @property
+    def panes(self) -> dict[str, EndpointPane]:
+        """The pane of each endpoint (a pane being moved to its role's group is not in it)."""
+        return dict(self._panes)
+
+    # -- layout --------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield DeploymentHeader(id="header")
+        with VerticalScroll(id="endpoints"):
+            for key, title in GROUPS:
+                yield Static(title, classes="group-title", id=f"title-{key}", markup=False)
+                yield Vertical(classes="group", id=f"group-{key}")
+        with Vertical(id="findings-box"):
+            yield Static("Findings (enter: details)", id="findings-title", markup=False)
+            yield FindingsTable(id="findings")
+        yield Static("", id="status", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.main = self.screen  # ticks render here even while a detail or help screen is on top
+        self.main.set_class(self.size.width >= 140, "-wide")
+        for key, _ in GROUPS:
+            self.main.query_one(f"#title-{key}").display = False
+        self.run_worker(self._ingest, thread=True, exclusive=True, group="ingest", exit_on_error=False)
+        self.set_interval(self.refresh_s, self.tick)
+        self.call_after_refresh(self.tick)
+
+    async def action_quit(self) -> None:
+        self._stop.set()
+        await super().action_quit()
+
+    def on_resize(self, event) -> None:
+        if self.main is not None:
+            self.main.set_class(event.size.width >= 140, "-wide")
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+        self.session.stop()
+
+    # -- the worker thread -----------------------------------------------------------------------
+    def _ingest(self) -> None:
+        try:
+            while not self._stop.is_set():
+                n = self.session.ingest(500)
+                if self.session.source_done:
+                    self.post_message(SourcesRead())
+                    return
+                if n == 0:
+                    self._stop.wait(0.1)
+                elif self.session.mode == "watch" and not self._lines_pending.is_set():
+                    self._lines_pending.set()  # one message per update, however many lines came in
+                    self.post_message(LinesArrived())
+        except Exception:  # noqa: BLE001 - shown in the status line, the UI keeps the data it has
+            self.post_message(IngestFailed(traceback.format_exc(limit=3)))
+
+    def on_sources_read(self, _: SourcesRead) -> None:
+        self.tick()
+
+    def on_lines_arrived(self, _: LinesArrived) -> None:
+        """New lines while watching: update now, or half a refresh after the last update, so a
+        line shows within about half a refresh rather than a whole one."""
+        wait = self._last_tick + self.refresh_s / 2 - time.monotonic()
+        if wait <= 0:
+            self.tick()
+        elif not self._early_tick_set:
+            self._early_tick_set = True
+            self.set_timer(wait, self._early_tick)
+
+    def _early_tick(self) -> None:
+        self._early_tick_set = False
+        self.tick()
+
+    def on_ingest_failed(self, message: IngestFailed) -> None:
+        self.set_status("reading the logs failed: " + message.error.strip().splitlines()[-1])
+
+    # -- ticking ---------------------------------------------------------------------------------
+    def tick(self) -> None:
+        if self._stop.is_set() or self.main is None or not self.main.is_attached:
+            return  # shutting down: the widgets are going away
+        self._lines_pending.clear()
+        self._last_tick = time.monotonic()
+        snap = self.session.tick()
+        self.snapshot = snap
+        try:
+            self.render_snapshot(snap)
+            if self._select_next_fired and not self.session.finding_hunt_active:
+                self._select_next_fired = False
+                if snap.paused and snap.all_findings:  # stopped on a new finding: the newest start
+                    newest = max(snap.all_findings, key=lambda f: f.start)
+                    self._select_finding(newest.start)
+                    self.set_status(f"next finding: {newest.rule} on {newest.endpoint or 'the deployment'} "
+                                    f"at {clock_text(newest.start)} (paused)")
+                else:
+                    self.set_status("no new finding up to the end of the logs")
+            if isinstance(self.screen, EndpointDetailScreen):
+                detail = self.session.endpoint_detail(self.screen.endpoint)
+                if detail is not None:  # None: a rewind to before its first line; keep the last view
+                    self.screen.show(detail, snap)
+        except NoMatches:  # a tick racing the app's shutdown
+            pass
+
+    def render_snapshot(self, snap: Snapshot) -> None:
+        main = self.main
+        main.query_one(DeploymentHeader).show(snap)
+        names = {row.name for row in snap.endpoints}
+        for name in [n for n in self._panes if n not in names]:  # a rewind to before its first line
+            self._panes.pop(name).remove()
+        for row in snap.endpoints:
+            pane = self._panes.get(row.name)
+            if pane is not None and pane.role != row.role:  # the role became known: move the pane
+                pane.remove()
+                del self._panes[row.name]
+                pane = None
+            if pane is None:
+                pane = self._panes[row.name] = EndpointPane(row)
+                group = group_of(row.role)
+                container = main.query_one(f"#group-{group}")
+                after = [p for p in container.query(EndpointPane) if p.endpoint > row.name]
+                container.mount(pane, before=after[0] if after else None)
+            else:
+                pane.show(row)
+        for key, _ in GROUPS:
+            main.query_one(f"#title-{key}").display = any(group_of(p.role) == key for p in self._panes.values())
+        main.query_one(FindingsTable).show(snap.findings)
+        if snap.notices:
+            self.set_status(snap.notices[-1])
+
+    def set_status(self, text: str) -> None:
+        self._status = text
+        self.main.query_one("#status", Static).update(Text(text))
+
+    # -- actions ---------------------------------------------------------------------------------
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        finding = self.main.query_one(FindingsTable).selected()
+        if finding is not None:
+            self.push_screen(FindingDetail(finding))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_pause(self) -> None:
+        if self.session.mode == "replay":
+            paused = self.session.toggle_pause()
+            self.set_status("paused" if paused else "playing")
+            self.tick()
+
+    def action_faster(self) -> None:
+        if self.session.mode == "replay":
+            self.set_status(f"speed {_speed(self.session.faster())}")
+
+    def action_slower(self) -> None:
+        if self.session.mode == "replay":
+            self.set_status(f"speed {_speed(self.session.slower())}")
+
+    def _replay_only(self, what: str) -> bool:
+        if self.session.mode != "replay":
+            self.set_status(f"{what}: only a replay can do that")
+            return False
+        if not self.session.seekable:
+            self.set_status(f"{what}: the logs are still being read")
+            return False
+        return True
+
+    def action_step(self) -> None:
+        if self._replay_only("step"):
+            self.session.step(self.refresh_s)
+            self.tick()
+            self.set_status(f"paused; stepped to {clock_text(self.snapshot.clock if self.snapshot else None)}")
+
+    def action_next_finding(self) -> None:
+        table = self.main.query_one(FindingsTable)
+        table.focus()
+        if self.session.mode != "replay":
+            if table.findings and table.cursor_row < len(table.findings) - 1:
+                table.move_cursor(row=table.cursor_row + 1)
+            return
+        if self.snapshot and self.snapshot.done:
+            self.set_status("the replay has ended: no finding after this one (g or p to go back)")
+            return
+        self.session.seek_next_finding()
+        self._select_next_fired = True
+        self.set_status("playing on to the next finding…")
+
+    def action_previous_finding(self) -> None:
+        table = self.main.query_one(FindingsTable)
+        table.focus()
+        if self.session.mode != "replay":
+            if table.findings and table.cursor_row > 0:
+                table.move_cursor(row=table.cursor_row - 1)
+            return
+        if not self._replay_only("previous finding"):
+            return
+        start = self.session.previous_finding_start()
+        if start is None:
+            self.set_status("no finding started before the clock")
+            return
+        self.session.paused = True  # stay on it
+        self._go_to(start, f"back to the previous finding, at {clock_text(start.to_pydatetime())} (paused)")
+        self._select_finding(start.to_pydatetime())
+
+    def _select_finding(self, start) -> None:
+        table = self.main.query_one(FindingsTable)
+        rows = [i for i, f in enumerate(table.findings) if f.start == start]
+        if rows:
+            table.move_cursor(row=rows[0])
+
+    def action_seek(self) -> None:
+        if self._replay_only("go to a time"):
+            self.push_screen(SeekScreen(self.session), self._seek_chosen)
+
+    def _seek_chosen(self, target) -> None:
+        if target is not None:
+            self._go_to(target, f"going to {clock_text(target.to_pydatetime())}")
+
+    def _go_to(self, target, message: str) -> None:
+        reached = self.session.seek(target)
+        if reached is not None and reached != target:
+            message += f" (the logs end at {clock_text(reached.to_pydatetime())}; went there)" \
+                if reached < target else f" (the logs start at {clock_text(reached.to_pydatetime())}; went there)"
+        self.set_status(message)
+        self.tick()
+
+    def action_endpoint_detail(self) -> None:
+        name = self._chosen_endpoint()
+        if name is None:
+            self.set_status("no endpoint yet")
+        else:
+            self._open_endpoint(name)
+
+    def on_endpoint_pane_open(self, message: EndpointPane.Open) -> None:
+        self._open_endpoint(message.endpoint)
+
+    def _chosen_endpoint(self) -> str | None:
+        """The focused pane's endpoint, else the selected finding's, else the first pane's."""
+        focused = self.focused
+        if isinstance(focused, EndpointPane):
+            return focused.endpoint
+        finding = self.main.query_one(FindingsTable).selected()
+        if isinstance(focused, FindingsTable) and finding is not None and finding.endpoint in self._panes:
+            return finding.endpoint
+        panes = list(self.main.query(EndpointPane))
+        return panes[0].endpoint if panes else None
+
+    def _open_endpoint(self, name: str) -> None:
+        detail = self.session.endpoint_detail(name)
+        if detail is None:
+            self.set_status(f"{name}: nothing from it in the logs up to the clock")
+            return
+        self.push_screen(EndpointDetailScreen(detail, self.snapshot))
+
+    def action_export(self) -> None:
+        from pdwatch.views.report import data, markdown
+        from pdwatch.views.report.output import write_atomically
+        try:
+            text = markdown.render(data.build(self.session.analysis()))
+            inputs = self.session.paths + [s for ep in self.session.store.endpoints() for s in ep.sources]
+            write_atomically(self.export_path, text, inputs)
+        except Exception as exc:  # noqa: BLE001
+            self.set_status(f"export failed: {exc}")
+            return
+        self.set_status(f"report written to {self.export_path}")
+
+
+def _speed(value: float) -> str:
+    return "max" if value == float("inf") else f"{value:g}x"

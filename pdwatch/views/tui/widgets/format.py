@@ -1,0 +1,58 @@
+"""Text helpers: everything from the logs goes through ``Text``, never through markup."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+
+from pdwatch.session.live import fmt_age, fmt_rate
+
+SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow", "info": "bold white on blue"}
+ROLE_STYLE = {"prefill": "bold cyan", "decode": "bold magenta", "aggregated": "bold green", "frontend": "bold",
+              "unknown": "bold"}
+KV_WARN, KV_CRIT = 80.0, 95.0  # KV usage thresholds of the bar (%)
+
+
+def clock_text(value: datetime | None) -> str:
+    return "--:--:--" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def time_text(value: datetime | None) -> str:
+    return "?" if value is None else value.strftime("%H:%M:%S")
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0))}
+
+
+def log_text(line: str, style: str = "") -> Text:
+    """A raw log line as literal text: no markup, and control characters (an escape sequence, a
+    carriage return) shown as ``\\x1b`` instead of reaching the terminal."""
+    return Text(line.translate(_CONTROL), style=style, no_wrap=False)
+
+
+def severity(sev: str) -> Text:
+    return Text(f" {sev.upper()} ", style=SEVERITY_STYLE.get(sev, "bold"))
+
+
+def kv_bar(pct: float | None, width: int = 12) -> Text:
+    if pct is None:
+        return Text("KV " + "·" * width + "    ?", style="dim")
+    filled = max(0, min(width, round(pct / 100 * width)))
+    style = "red" if pct >= KV_CRIT else "yellow" if pct >= KV_WARN else "green"
+    out = Text("KV ")
+    out.append("█" * filled, style=style)
+    out.append("░" * (width - filled), style="dim")
+    out.append(f" {pct:5.1f}%", style=style)
+    return out
+
+
+def rate(value: float | None) -> str:
+    return fmt_rate(value)
+
+
+def count(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.0f}"
+
+
+__all__ = ["clock_text", "time_text", "log_text", "severity", "kv_bar", "rate", "count", "fmt_age", "ROLE_STYLE"]
