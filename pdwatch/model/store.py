@@ -190,6 +190,21 @@ class Store:
                 series.events = frame if series.events.empty else pd.concat([series.events, frame], ignore_index=True)
                 series.event_rows = []
 
+    def drop_stats_from(self, name: str, sources: Iterable[str]) -> None:
+        """Forget the stats rows of endpoint ``name`` that came from ``sources``: the scrapes that
+        stood in for a log's stats lines until its first one came. Two sources of one engine at
+        two cadences in one series would make its "N samples" windows and interval mean nothing."""
+        series = self._series.get(name)
+        drop = set(sources)
+        if series is None or not drop:
+            return
+        at = 2 + len(STATS_FIELDS)  # a row: ts, engine, *fields, source, line_no, text
+        series.stats_rows = [r for r in series.stats_rows if r[at] not in drop]
+        if not series.stats.empty:
+            series.stats = series.stats[~series.stats["source"].isin(drop)].reset_index(drop=True)
+        self.model.endpoints[name].facts.pop("stats_interval_s", None)
+        self._learn_interval(self.model.endpoints[name], series.stats)
+
     # --- reading ----------------------------------------------------------------------------
 
     def endpoints(self) -> list[Endpoint]:

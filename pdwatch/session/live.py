@@ -710,18 +710,24 @@ class LiveSession:
 
     def _without_shadowed_scrapes(self, events: list[Event]) -> list[Event]:
         """An endpoint watched through both its log and its /metrics URL is counted once: its
-        stats lines win (as in ``pdwatch report``); the scrapes fill in only until they come."""
-        kept: list[Event] = []
+        stats lines win (as in ``pdwatch report``); the scrapes fill in only until they come, and
+        the rows they filled in are dropped then, so the series has one source and one cadence
+        (scrapes every 2 s among lines every 1 s made its "6 samples" windows 12 s wide)."""
+        endpoint_of = self.store.model.endpoint_of
         for event in events:
-            if event.kind == "stats":
-                endpoint = self.store.model.endpoint_of(event.source)
-                if not is_url(event.source):
+            if event.kind == "stats" and not is_url(event.source):
+                endpoint = endpoint_of(event.source)
+                if endpoint.name not in self._log_stats_endpoints:
                     self._log_stats_endpoints.add(endpoint.name)
                     endpoint.facts.pop("stats_from_metrics", None)
-                elif endpoint.name in self._log_stats_endpoints:
+                    self.store.drop_stats_from(endpoint.name, [s for s in endpoint.sources if is_url(s)])
+        kept: list[Event] = []
+        for event in events:
+            if event.kind == "stats" and is_url(event.source):
+                endpoint = endpoint_of(event.source)
+                if endpoint.name in self._log_stats_endpoints:
                     continue
-                else:
-                    endpoint.facts["stats_from_metrics"] = True
+                endpoint.facts["stats_from_metrics"] = True
             kept.append(event)
         return kept
 

@@ -38,14 +38,20 @@ INTERVAL_S = 1  # VLLM_LOG_STATS_INTERVAL: a quick test, and the rules read it f
 IDLE_S = 8
 PRESSURE_S = 30
 # "A few stats intervals" after the server's own log first shows the pressure (a stats line
-# with a queue): the rule needs 3 of 4 lines and then holds for 3 samples (6 intervals in all),
-# the lines are stamped in whole seconds, and following a file adds under a second.
-FIRE_WITHIN_S = 9 * INTERVAL_S
-# From the client's first request: how long vLLM on a busy 2-core machine takes to fill its
-# cache and print a queue is the server's business, so this bound only catches a rule that
-# waits far too long.
-FIRE_AFTER_LOAD_WITHIN_S = 30
+# with a queue): the rule needs 3 of 4 lines and then holds for 3 samples (6-7 intervals in
+# all), following a file and the headless refresh add about a second, and the server stamps
+# its lines in whole seconds (a line stamped :36 may be printed at :36.99): 10 intervals + 1 s.
+# How long vLLM on a busy 2-core machine takes to fill its cache after the client starts is
+# the server's business, not pdwatch's: that is printed, not bounded.
+FIRE_WITHIN_S = 10 * INTERVAL_S + 1
 _STATS_TIME = re.compile(r"INFO (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) \[loggers")
+_STATS_STATE = re.compile(r"(\d\d:\d\d:\d\d) \[loggers.*Running: (\d+) reqs, Waiting: (\d+) reqs, \w+ KV cache usage: ([\d.]+)%")
+
+
+def timeline(stats_lines: list[str]) -> str:
+    """The stats lines, one ``HH:MM:SS r=running w=waiting kv=%`` each: what the rule saw."""
+    states = (_STATS_STATE.search(line) for line in stats_lines)
+    return " ".join(f"{m[1]} r={m[2]} w={m[3]} kv={m[4]}" for m in states if m)
 
 
 def first_queued_line(log: str) -> tuple[float, str] | None:
@@ -112,25 +118,25 @@ def test_kv_exhausted_fires_within_a_few_intervals_of_real_kv_pressure(tmp_path:
         before = list(watcher.lines)
         pressure = time.time()
         client.run(Phase("pressure", "closed", seconds=PRESSURE_S, concurrency=32, prompt_len=(600, 800),
-                         max_tokens=(300, 500)))
+                         max_tokens=(300, 500), stream=False))  # quick clients keep the queue steady
         time.sleep(2 * INTERVAL_S)
         log = server.log_path.read_text(errors="replace")
         assert before == [], f"fired before any load: {before}"
         fired = watcher.firing("kv_exhausted")
-        assert fired, (f"kv_exhausted never fired; printed: {watcher.lines}; stderr: {watcher.errors[-5:]}; "
-                       f"stats lines: {[l for l in log.splitlines() if 'Running:' in l][-8:]}")
         stats_lines = [line for line in log.splitlines() if "Running:" in line]
+        pressure_phase = [r for r in client.records if r.phase == "pressure"]
+        seen = (f"load began {time.strftime('%H:%M:%S', time.localtime(pressure))} "
+                f"({len(pressure_phase)} requests, {sum(r.error is not None for r in pressure_phase)} failed); "
+                f"stats lines: {timeline(stats_lines)[-3000:]}")
+        assert fired, f"kv_exhausted never fired; printed: {watcher.lines}; stderr: {watcher.errors[-5:]}; {seen}"
         queued = first_queued_line(log)
-        assert queued is not None, f"the load never made requests wait: {stats_lines[-8:]}"
+        assert queued is not None, f"the load never made requests wait; {seen}"
         queued_at, queued_line = queued
         fired_at = fired[0][0]
-        timeline = (f"load began {time.strftime('%H:%M:%S', time.localtime(pressure))}, "
-                    f"kv_exhausted printed {time.strftime('%H:%M:%S', time.localtime(fired_at))}; "
-                    f"stats lines: {[line[line.find('INFO'):][:150] for line in stats_lines[-40:]]}")
         delay = fired_at - queued_at
-        assert delay <= FIRE_WITHIN_S, f"kv_exhausted fired {delay:.1f} s after the first queued stats line; {timeline}"
-        assert fired_at - pressure <= FIRE_AFTER_LOAD_WITHIN_S, \
-            f"kv_exhausted fired {fired_at - pressure:.1f} s after the load began; {timeline}"
+        assert delay <= FIRE_WITHIN_S, \
+            (f"kv_exhausted printed at {time.strftime('%H:%M:%S', time.localtime(fired_at))}, {delay:.1f} s after "
+             f"the first stats line with a queue; {seen}")
         finding = fired[0][1]
         assert (finding["endpoint"], finding["engines"], finding["severity"]) == ("server", [0], "critical")
         others = {f["rule"] for _, f in watcher.lines} - {"kv_exhausted", "capacity", "lint_prefix_caching_unused"}

@@ -202,17 +202,22 @@ def test_watching_a_log_and_its_url_counts_the_endpoint_once(tmp_path):
             assert eventually(lambda: stats_sources() == {url})
             endpoint = session.store.model.endpoints["decode_w0"]
             assert endpoint.facts.get("stats_from_metrics") is True
+            line = ("(APIServer pid=9) INFO 11-29 09:01:{s:02d} [loggers.py:335] Engine 000: Avg prompt throughput: "
+                    "5.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, "
+                    "GPU KV cache usage: 25.0%, Prefix cache hit rate: 0.0%\n")
             with log.open("a") as f:
-                f.write("(APIServer pid=9) INFO 11-29 09:01:38 [loggers.py:335] Engine 000: Avg prompt throughput: "
-                        "5.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, "
-                        "GPU KV cache usage: 25.0%, Prefix cache hit rate: 0.0%\n")
+                f.write(line.format(s=38))
             assert eventually(lambda: str(log) in stats_sources())
-            scraped = len(session.store.stats("decode_w0"))
+            # The rows the scrapes filled in are gone with the first line: one source, one cadence.
+            assert set(session.store.stats("decode_w0")["source"]) == {str(log)}
             scrapes_before = page.scrapes
+            with log.open("a") as f:
+                f.write("".join(line.format(s=s) for s in (39, 40, 41)))
             assert eventually(lambda: (session.ingest(), page.scrapes >= scrapes_before + 3)[1])
-            session.tick()
+            assert eventually(lambda: len(session.store.stats("decode_w0")) == 4 if stats_sources() else False)
             stats = session.store.stats("decode_w0")
-            assert len(stats) == scraped  # the scrapes after the first stats line were not added
+            assert set(stats["source"]) == {str(log)}  # the scrapes after the first stats line were not added
+            assert endpoint.facts["stats_interval_s"] == 1.0  # the log's 1 s, not a mix with the 0.2 s scrapes
             assert "stats_from_metrics" not in endpoint.facts
         finally:
             session.close()

@@ -37,6 +37,10 @@ class Phase:
     prompt_len: tuple[int, int] = (64, 128)
     max_tokens: tuple[int, int] = (64, 128)
     shared_prefix: int = 0  # the first N prompt tokens are the same for every request of the phase
+    # False: one JSON answer per request, no first-token time. Reading hundreds of streamed
+    # chunks per request in Python threads lags behind a busy server on 2 cores, and a
+    # closed loop then sends in waves with idle gaps; a steady queue needs quick clients.
+    stream: bool = True
 
 
 @dataclass
@@ -154,8 +158,11 @@ class LoadClient:
             n_out = self.random.randint(*phase.max_tokens)
             prompt = prefix[:n_prompt] + [self._token() for _ in range(max(0, n_prompt - len(prefix)))]
             self.in_flight += 1
-        body = json.dumps({"model": self.model, "prompt": prompt, "max_tokens": n_out, "ignore_eos": True,
-                           "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}})
+        request = {"model": self.model, "prompt": prompt, "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0,
+                   "stream": phase.stream}
+        if phase.stream:
+            request["stream_options"] = {"include_usage": True}
+        body = json.dumps(request)
         rec = RequestRecord(phase.name, index, time.time(), prompt_tokens=n_prompt, max_tokens=n_out)
         try:
             conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
@@ -164,8 +171,10 @@ class LoadClient:
             rec.status = resp.status
             if resp.status != 200:
                 rec.error = resp.read(500).decode("utf-8", "replace").strip()
-            else:
+            elif phase.stream:
                 self._read_stream(resp, rec)
+            else:
+                rec.output_tokens = (json.loads(resp.read()).get("usage") or {}).get("completion_tokens")
             conn.close()
         except (OSError, http.client.HTTPException) as exc:
             rec.error = f"{type(exc).__name__}: {exc}"
