@@ -28,7 +28,8 @@ from pdwatch.commands import SUMMARIES
 from pdwatch.parsers import Event
 from pdwatch.errors import UsageError
 from pdwatch.events.recorded import HEADER
-from pdwatch.events.scraper import MetricsScraper, normalize_url
+from pdwatch.events.scraper import MetricsScraper
+from pdwatch.sources.urls import normalize_url
 
 _UNSAFE = regex.compile(r"[^A-Za-z0-9.\-]+")
 

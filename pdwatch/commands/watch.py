@@ -21,7 +21,9 @@ from pdwatch.commands import SUMMARIES
 from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_scrape_interval_argument, \
     add_time_arguments, check_year, deployment_specs, load_rule_set, time_zone
 from pdwatch.errors import UsageError, require_inputs, require_one_existing
-from pdwatch.session.live import LiveSession, Snapshot, parse_speed, parse_start
+from pdwatch.session.live import LiveSession
+from pdwatch.session.snapshot import Snapshot
+from pdwatch.session.times import parse_speed, parse_start
 from pdwatch.sources import SourceSet
 
 

@@ -89,7 +89,7 @@ class ScrapeSource:
         # Imported on the first scrape: prometheus_client and urllib cost every parse of
         # plain files ~35 ms of start-up otherwise.
         from pdwatch.parsers.exposition import ExpositionError, parse_samples
-        from pdwatch.events.scraper import ScrapeError, fetch
+        from pdwatch.sources.http import ScrapeError, fetch
 
         try:
             text = (self._fetch or fetch)(self.url, self.timeout)

@@ -14,7 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from metrics_server import serve  # noqa: E402
 
 from pdwatch.events.recorded import split_scrapes  # noqa: E402
-from pdwatch.events.scraper import MetricsScraper, ScrapeError, fetch, normalize_url  # noqa: E402
+from pdwatch.events.scraper import MetricsScraper  # noqa: E402
+from pdwatch.sources.http import ScrapeError, fetch  # noqa: E402
+from pdwatch.sources.urls import normalize_url  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 11, 29, 9, 0, 0, tzinfo=timezone.utc)

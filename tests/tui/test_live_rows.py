@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pdwatch.session.live import HISTORY_POINTS, STALE_INTERVALS, _history, _latest_engine_rows, _val
+from pdwatch.session.rows import HISTORY_POINTS, STALE_INTERVALS, as_float, counted_history, latest_engine_rows
 from pdwatch.model.throughput import COUNTED
 
 
@@ -44,7 +44,7 @@ def _latest_pandas(stats: pd.DataFrame, interval: float) -> list[tuple]:
     for engine, group in stats.groupby("engine", sort=True):
         last = group.iloc[-1]
         if last["ts"] >= horizon:
-            out.append((int(engine), *(_val(last[f]) for f in ("prompt_tps", "gen_tps", "running", "waiting",
+            out.append((int(engine), *(as_float(last[f]) for f in ("prompt_tps", "gen_tps", "running", "waiting",
                                                                "kv_usage_pct")), last["ts"].to_pydatetime()))
     return out
 
@@ -57,8 +57,8 @@ def test_numpy_rows_and_history_equal_the_pandas_way():
         frame = _frame(rng, n, interval)
         for role in ("prefill", "decode", "aggregated", "frontend"):
             # Equal but for the last bit: numpy and pandas add the engines in another order.
-            assert _history(frame, role, interval) == pytest.approx(_history_pandas(frame, role, interval), rel=1e-12)
+            assert counted_history(frame, role, interval) == pytest.approx(_history_pandas(frame, role, interval), rel=1e-12)
         got = [(e.engine, e.prompt_tps, e.gen_tps, e.running, e.waiting, e.kv_usage_pct, e.last_ts)
-               for e in _latest_engine_rows(frame, interval)]
+               for e in latest_engine_rows(frame, interval)]
         assert got == _latest_pandas(frame, interval)
-    assert 5 not in [e.engine for e in _latest_engine_rows(_frame(rng, 3000, 2.0), 2.0)]
+    assert 5 not in [e.engine for e in latest_engine_rows(_frame(rng, 3000, 2.0), 2.0)]

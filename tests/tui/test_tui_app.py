@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pdwatch.session.live import LiveSession, parse_start
+from pdwatch.session.live import LiveSession
+from pdwatch.session.times import parse_start
 from pdwatch.views.tui.app import PdwatchApp
 from pdwatch.views.tui.widgets.findings_table import FindingsTable
 from pdwatch.views.tui.screens.finding_detail import FindingDetail

@@ -7,7 +7,8 @@ import math
 import shutil
 from pathlib import Path
 
-from pdwatch.session.live import LiveSession, parse_start
+from pdwatch.session.live import LiveSession
+from pdwatch.session.times import parse_start
 from pdwatch.views.tui.app import PdwatchApp
 from pdwatch.views.tui.screens.endpoint_detail import EndpointDetailScreen
 from pdwatch.views.tui.screens.seek import SeekScreen

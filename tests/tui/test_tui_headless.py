@@ -14,7 +14,8 @@ import pytest
 
 from pdwatch.cli import main
 from pdwatch.commands.watch import run_headless
-from pdwatch.session.live import LiveSession, parse_speed, parse_start
+from pdwatch.session.live import LiveSession
+from pdwatch.session.times import parse_speed, parse_start
 
 REPO = Path(__file__).resolve().parents[2]
 PREFILL_BOUND = REPO / "samples" / "prefill-bound"

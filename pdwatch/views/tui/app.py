@@ -20,7 +20,8 @@ from textual.css.query import NoMatches
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 
-from pdwatch.session.live import LiveSession, Snapshot
+from pdwatch.session.live import LiveSession
+from pdwatch.session.snapshot import Snapshot
 
 from .messages import IngestFailed, LinesArrived, SourcesRead
 from .screens.endpoint_detail import EndpointDetailScreen

@@ -13,10 +13,10 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from pdwatch.session.live import EndpointDetail, EndpointSeries, Snapshot, StartupFacts, fmt_rate
+from pdwatch.session.snapshot import EndpointDetail, EndpointSeries, Snapshot, StartupFacts
 
 from ..widgets.endpoint_pane import render_numbers, render_title
-from ..widgets.format import clock_text, count, log_text, severity, time_text
+from ..widgets.format import clock_text, count, fmt_rate, log_text, severity, time_text
 from ..widgets.series_chart import SeriesChart
 
 # (series field, label, number format, fixed ceiling, colour)

@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
-from pdwatch.session.live import FindingRow
+from pdwatch.session.snapshot import FindingRow
 
 from ..widgets.format import log_text, severity, time_text
 

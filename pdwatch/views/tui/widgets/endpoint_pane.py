@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from pdwatch.session.live import EndpointRow
+from pdwatch.session.snapshot import EndpointRow
 
 from .format import ROLE_STYLE, count, fmt_age, kv_bar, rate, time_text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from pdwatch.session.live import FindingRow
+from pdwatch.session.snapshot import FindingRow
 
 from .format import severity, time_text
 

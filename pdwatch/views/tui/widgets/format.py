@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from rich.text import Text
-
-from pdwatch.session.live import fmt_age, fmt_rate
 
 SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow", "info": "bold white on blue"}
 ROLE_STYLE = {"prefill": "bold cyan", "decode": "bold magenta", "aggregated": "bold green", "frontend": "bold",
               "unknown": "bold"}
 KV_WARN, KV_CRIT = 80.0, 95.0  # KV usage thresholds of the bar (%)
+
+
+
+def fmt_rate(value: float | None) -> str:
+    """Tokens/s for a narrow column: 1,234 / 12.3k / 1.23M."""
+    if value is None:
+        return "?"
+    a = abs(value)
+    if a >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if a >= 1e4:
+        return f"{value / 1e3:.1f}k"
+    return f"{value:,.0f}"
+
+
+def fmt_age(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m{s % 60:02d}s"
+    return str(timedelta(seconds=s))
 
 
 def clock_text(value: datetime | None) -> str:

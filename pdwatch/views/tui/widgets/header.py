@@ -7,7 +7,7 @@ import math
 from rich.text import Text
 from textual.widgets import Static
 
-from pdwatch.session.live import Snapshot
+from pdwatch.session.snapshot import Snapshot
 
 from .format import ROLE_STYLE, SEVERITY_STYLE, clock_text, rate
 

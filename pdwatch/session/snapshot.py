@@ -1,0 +1,193 @@
+"""What a UI renders of a live session: immutable rows, built by ``rows.SnapshotBuilder``.
+
+Plain dataclasses of plain values (no pandas), so the dashboard, the headless printer and the
+tests read them without knowing the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from pdwatch.model.throughput import COUNTED
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Headline:
+    total_tps: float | None
+    prompt_tps: float | None
+    gen_tps: float | None
+    tps_per_gpu: float | None
+    gpus: int | None
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    engine: int
+    prompt_tps: float | None
+    gen_tps: float | None
+    running: float | None
+    waiting: float | None
+    kv_usage_pct: float | None
+    last_ts: datetime | None
+
+
+@dataclass(frozen=True)
+class EndpointRow:
+    name: str
+    role: str
+    engines: tuple[int, ...]
+    gpus: int | None
+    prompt_tps: float | None
+    gen_tps: float | None
+    running: float | None
+    waiting: float | None
+    kv_usage_pct: float | None
+    last_seen: datetime | None
+    stale_for_s: float | None  # seconds of silence, when more than rows.STALE_INTERVALS intervals
+    interval_s: float
+    history: tuple[float, ...]  # counted tokens/s per stats interval, oldest first
+    engine_rows: tuple[EngineRow, ...]
+    sources: tuple[str, ...]
+    stats_silence: str | None = None  # why it prints no stats lines, when its start-up lines say
+    frontend: tuple[tuple[str, float], ...] = ()  # a Dynamo frontend's latest /metrics figures (ttft_s, ...)
+
+    @property
+    def counted_tps(self) -> float | None:
+        """The tokens/s this endpoint adds to the deployment's total (prompt on prefill, ...)."""
+        fields = COUNTED.get(self.role, ())
+        values = [getattr(self, f) for f in fields if getattr(self, f) is not None]
+        return sum(values) if values else None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    source: str | None
+    line_no: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    rule: str
+    severity: str
+    endpoint: str | None
+    engines: tuple[int, ...]
+    start: datetime
+    end: datetime | None
+    summary: str
+    explanation: str
+    recommendation: str
+    evidence: tuple[Evidence, ...]
+    summary_at_start: str = ""  # what it said when it fired
+    engines_at_start: tuple[int, ...] = ()
+
+    @property
+    def at_firing(self) -> "FindingRow":
+        """The row as it read when it fired: still firing, its first summary and engines."""
+        return replace(self, end=None, summary=self.summary_at_start or self.summary,
+                       engines=self.engines_at_start or self.engines)
+
+    @property
+    def key(self) -> tuple[str, str | None, datetime]:
+        return (self.rule, self.endpoint, self.start)
+
+    @property
+    def since(self) -> datetime:
+        return self.start
+
+
+@dataclass(frozen=True)
+class Change:
+    state: str  # "firing" or "resolved"
+    at: datetime
+    finding: FindingRow
+
+    def to_json_dict(self) -> dict[str, Any]:
+        f = self.finding
+        return {"rule": f.rule, "severity": f.severity, "endpoint": f.endpoint, "engines": list(f.engines),
+                "start": iso(f.start), "end": iso(f.end), "summary": f.summary,
+                "recommendation": f.recommendation, "state": self.state, "at": iso(self.at)}
+
+    def to_line(self) -> str:
+        f = self.finding
+        engines = f" engines {','.join(map(str, f.engines))}" if f.engines else ""
+        return (f"{iso(self.at)} {self.state.upper():8} {f.severity:8} {f.rule} "
+                f"{f.endpoint or '(deployment)'}{engines}: {f.summary}")
+
+
+@dataclass(frozen=True)
+class EndpointSeries:
+    """One endpoint's stats over the whole run so far, engines combined per stats interval, oldest first
+    (tokens/s, running and waiting summed over the engines, KV usage their mean, in %)."""
+    times: tuple[datetime, ...] = ()
+    prompt_tps: tuple[float, ...] = ()
+    gen_tps: tuple[float, ...] = ()
+    running: tuple[float, ...] = ()
+    waiting: tuple[float, ...] = ()
+    kv_usage_pct: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class StartupFacts:
+    """What an endpoint's servers said at start-up (per engine: one GPU's memory)."""
+    version: str | None = None
+    model: str | None = None
+    weights_gib: float | None = None  # "Model loading took X GiB"
+    kv_memory_gib: float | None = None  # "Available KV cache memory"
+    cudagraph_gib: float | None = None  # the largest engine's graph pool, measured, else the estimate
+    cudagraph_measured: bool = False
+    kv_capacity_tokens: int | None = None
+    max_concurrency: float | None = None
+    max_concurrency_tokens: int | None = None  # tokens per request behind max_concurrency
+    capture_sizes: tuple[int, ...] = ()
+    max_capture_size: int | None = None
+    non_default_args: tuple[tuple[str, str], ...] = ()  # (name, value as text), in logged order
+
+
+@dataclass(frozen=True)
+class EndpointDetail:
+    row: EndpointRow
+    series: EndpointSeries
+    startup: StartupFacts
+    recent_lines: tuple[Evidence, ...]  # the endpoint's newest stats and event lines in the store, oldest first
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    mode: str  # "watch" or "replay"
+    clock: datetime | None
+    speed: float | None  # replay: x wall time, math.inf for max; None in watch mode
+    paused: bool
+    loading: bool  # replay: still reading the files
+    done: bool  # replay: the clock reached the end of the logs (watch: never)
+    headline: Headline
+    endpoints: tuple[EndpointRow, ...]
+    findings: tuple[FindingRow, ...]  # firing now, most severe first
+    all_findings: tuple[FindingRow, ...]  # every firing period so far, in start order
+    changes: tuple[Change, ...]  # fired / resolved since the previous tick
+    notices: tuple[str, ...]  # source notices since the previous tick
+    start: datetime | None = None  # replay: the logs' first and last timestamps
+    end: datetime | None = None
+    seeking_to: datetime | None = None  # replay: a seek still being played towards this time
+
+    def severity_counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.findings:
+            out[f.severity] = out.get(f.severity, 0) + 1
+        return out
+
+    def roles(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for e in self.endpoints:
+            out[e.role] = out.get(e.role, 0) + 1
+        return out
+
+
+def iso(value: datetime | pd.Timestamp | None) -> str | None:
+    return None if value is None else pd.Timestamp(value).isoformat()
