@@ -337,15 +337,17 @@ class LiveSession:
     def _snapshot(self, notices: list[SourceNotice]) -> Snapshot:
         rows = self._rows.endpoint_rows(self._shown_clock())
         all_rows = self._rows.finding_rows(self._findings)
+        firing = firing_now(all_rows)
+        verdict, groups = self._rows.triage(firing, self._shown_clock())
         return Snapshot(
             mode=self.mode, clock=to_datetime(self._shown_clock()),
             speed=self.speed if self.mode == "replay" else None, paused=self.paused,
             loading=self.mode == "replay" and not self._buffer.loaded, done=self.done,
-            headline=headline(rows), endpoints=rows, findings=firing_now(all_rows), all_findings=all_rows,
+            headline=headline(rows), endpoints=rows, findings=firing, all_findings=all_rows,
             changes=self._feed.changes(all_rows),
             notices=tuple(n.message for n in notices if n.kind != "opened"),
             start=to_datetime(self._buffer.start), end=to_datetime(self._buffer.end),
-            seeking_to=to_datetime(self._replay.seek_to))
+            seeking_to=to_datetime(self._replay.seek_to), verdict=verdict, groups=groups)
 
     def endpoint_detail(self, name: str, max_lines: int = 40) -> EndpointDetail | None:
         """The endpoint's series over the run so far, its start-up facts and its newest lines

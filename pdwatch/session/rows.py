@@ -23,6 +23,7 @@ from pdwatch.model.throughput import COUNTED
 from pdwatch.parsers import Event
 from pdwatch.rules import Finding
 
+from . import triage
 from .snapshot import (EndpointDetail, EndpointRow, EndpointSeries, EngineRow, Evidence, FindingRow, Headline,
                        StartupFacts)
 
@@ -60,6 +61,11 @@ class SnapshotBuilder:
 
     def finding_rows(self, findings: Iterable[Finding]) -> tuple[FindingRow, ...]:
         return tuple(self._finding_row(f) for f in findings)
+
+    def triage(self, findings: tuple[FindingRow, ...], clock: pd.Timestamp | None) -> tuple:
+        """The verdict and the groups of the findings firing now (once per store generation and set of findings)."""
+        key = ("triage", tuple((f.key, f.severity, f.end) for f in findings))
+        return self._memo(key, lambda: triage.assess(self.store, findings, clock))
 
     def _memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per store generation (a tick with nothing new recomputes nothing)."""

@@ -14,6 +14,8 @@ import pandas as pd
 
 from pdwatch.model.throughput import COUNTED
 
+from .triage import FindingGroup, Verdict
+
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
@@ -175,6 +177,8 @@ class Snapshot:
     start: datetime | None = None  # replay: the logs' first and last timestamps
     end: datetime | None = None
     seeking_to: datetime | None = None  # replay: a seek still being played towards this time
+    verdict: Verdict | None = None  # the one line of what is wrong (triage.assess over the findings firing now)
+    groups: tuple[FindingGroup, ...] = ()  # the findings firing now, grouped across endpoints (indices into findings)
 
     def severity_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -58,17 +58,19 @@ def group_findings(findings: Sequence[Any]) -> tuple[FindingGroup, ...]:
     """Group findings by (rule, severity): most severe first, then the earliest start.
 
     ``findings`` are any objects with ``rule``, ``severity``, ``endpoint``, ``start`` and
-    ``end`` (the rule engine's ``Finding``, the snapshot's ``FindingRow``)."""
+    ``end`` (the rule engine's ``Finding``, the snapshot's ``FindingRow``), or the report's
+    finding dicts with those keys."""
+    rows = [_Row(f) for f in findings]
     keyed: dict[tuple[str, str], list[int]] = {}
-    for i, f in enumerate(findings):
+    for i, f in enumerate(rows):
         keyed.setdefault((f.rule, f.severity), []).append(i)
     groups = []
     for (rule, sev), idx in keyed.items():
-        idx.sort(key=lambda i: (_ts(findings[i].start), _name_key(findings[i].endpoint)))
-        endpoints = tuple(dict.fromkeys(findings[i].endpoint for i in idx))
-        ends = [findings[i].end for i in idx]
+        idx.sort(key=lambda i: (_ts(rows[i].start), _name_key(rows[i].endpoint)))
+        endpoints = tuple(dict.fromkeys(rows[i].endpoint for i in idx))
+        ends = [rows[i].end for i in idx]
         groups.append(FindingGroup(rule, sev, endpoints, endpoint_label(endpoints), tuple(idx),
-                                   min((findings[i].start for i in idx), key=_ts),
+                                   min((rows[i].start for i in idx), key=_ts),
                                    None if any(e is None for e in ends) else max(ends, key=_ts)))
     groups.sort(key=lambda g: (SEVERITY_RANK.get(g.severity, 9), _priority(g.rule), _ts(g.start), g.rule))
     return tuple(groups)
@@ -222,7 +224,7 @@ def verdict(findings: Sequence[Any], groups: Sequence[FindingGroup],
         return _healthy(serving, notes)
     g = decisive[0]
     others = len(groups) - 1
-    members = [findings[i] for i in g.members]
+    members = [_Row(findings[i]) for i in g.members]
     named = tuple(e for e in g.endpoints if e is not None)
     mine = [figs[e] for e in named if e in figs]
     maker = _MAKERS.get(g.rule, _generic)
@@ -425,7 +427,7 @@ _MAKERS = {"engine_failure": _engine_failure, "kv_transfer_errors": _kv_transfer
 def endpoint_severity(findings: Iterable[Any]) -> dict[str, str]:
     """The worst severity of the findings on each endpoint."""
     out: dict[str, str] = {}
-    for f in findings:
+    for f in map(_Row, findings):
         if f.endpoint is None:
             continue
         held = out.get(f.endpoint)
@@ -481,6 +483,19 @@ def evidence_marks(text: str, fields: Iterable[str]) -> list[tuple[int, int]]:
 # ------------------------------------------------------------------------------------------ helpers
 
 
+class _Row:
+    """A finding read the same way whether it is an object (Finding, FindingRow) or a report dict."""
+
+    def __init__(self, f: Any) -> None:
+        get = f.get if isinstance(f, dict) else lambda k, d=None: getattr(f, k, d)
+        self.rule = str(get("rule") or "?")
+        self.severity = str(get("severity") or "info")
+        self.endpoint = get("endpoint")
+        self.start = get("start")
+        self.end = get("end")
+        self.engines = tuple(get("engines") or ())
+
+
 def _priority(rule: str) -> int:
     return PRIORITY.index(rule) if rule in PRIORITY else len(PRIORITY)
 
@@ -492,7 +507,10 @@ def _name_key(name: str | None) -> tuple:
 def _ts(value: Any) -> float:
     if value is None:
         return math.inf
-    return pd.Timestamp(value).timestamp()
+    try:
+        return pd.Timestamp(value).timestamp()
+    except (TypeError, ValueError):
+        return math.inf
 
 
 def _iso(value: Any) -> str | None:

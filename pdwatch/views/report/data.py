@@ -14,6 +14,7 @@ import pandas as pd
 
 from pdwatch import __version__
 from pdwatch.capacity import view as capacity_view
+from pdwatch.session import triage
 from pdwatch.session.analysis import Analysis
 from pdwatch.model.store import Store
 from pdwatch.rules import Finding
@@ -32,6 +33,9 @@ _CHART_POINTS = 600
 
 def build(analysis: Analysis) -> dict[str, Any]:
     store = analysis.store
+    findings = sort_findings(analysis.findings)
+    verdict, groups = triage.assess(store, findings, analysis.clock[1] if analysis.clock else None)
+    fields = {r.finding: list(r.quoted_fields()) for r in analysis.rules}
     return {
         "pdwatch_version": __version__,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -39,11 +43,16 @@ def build(analysis: Analysis) -> dict[str, Any]:
         "deployment": _deployment(store),
         "summary": _summary(analysis),
         "endpoints": [_endpoint_summary(store, ep.name, analysis) for ep in store.endpoints()],
-        "findings": [_finding(store, f) for f in sort_findings(analysis.findings)],
+        "findings": [_finding(store, f, fields.get(f.rule, ())) for f in findings],
         "capacity": _capacity(store, analysis),
         "series": _series(store),
         "notices": [n.message for n in analysis.notices if n.kind not in {"opened", "metrics_file"}],
         "rules": sorted(r.finding for r in analysis.rules),
+        # added by the triage (issue 17): the verdict line and the findings grouped across endpoints
+        # ("findings" holds indices into findings[]); endpoints_order: worst first
+        "verdict": verdict.to_json_dict(),
+        "groups": [g.to_json_dict() for g in groups],
+        "endpoints_order": triage.worst_first([(ep.name, ep.role) for ep in store.endpoints()], findings),
     }
 
 
@@ -135,12 +144,19 @@ def endpoint_totals(stats: pd.DataFrame, interval_s: float | None) -> pd.DataFra
     return per_bucket
 
 
-def _finding(store: Store, finding: Finding) -> dict[str, Any]:
+def _finding(store: Store, finding: Finding, fields: Any = ()) -> dict[str, Any]:
+    evidence = []
+    for e in finding.evidence:
+        quoted = store.quote(e)
+        # the values the rule read, as character spans of the quoted line (stats lines only)
+        quoted["highlight"] = [list(span) for span in triage.evidence_marks(quoted["text"] or "", fields)] \
+            if e.get("kind") == "stats" else []
+        evidence.append(quoted)
     return {
         "rule": finding.rule, "severity": finding.severity, "endpoint": finding.endpoint,
         "engines": list(finding.engines), "start": _iso(finding.start), "end": _iso(finding.end),
         "summary": finding.summary, "explanation": finding.explanation,
-        "evidence": [store.quote(e) for e in finding.evidence],
+        "evidence": evidence,
         "recommendation": finding.recommendation,
     }
 

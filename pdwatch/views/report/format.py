@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
+
+from pdwatch.session.triage import group_findings, worst_first
+
+# A command-line flag in rule text (--max-num-batched-tokens): shown as code that does not break.
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
 def fmt_num(value: Any) -> str:
@@ -34,3 +40,16 @@ def fmt_window(window: dict[str, Any] | None) -> str:
     if start[:10] == end[:10]:
         end = end[11:]
     return f"{start} to {end}"
+
+
+def ordered_groups(report: dict[str, Any]) -> list[Any]:
+    """The findings of a report grouped across endpoints (the triage's one grouping), most severe first."""
+    return list(group_findings(report.get("findings") or []))
+
+
+def ordered_endpoints(report: dict[str, Any]) -> list[str]:
+    """Endpoint names worst first (the triage's order): those with a critical finding, then warning, ..."""
+    roles = {ep.get("name"): ep.get("role", "unknown") for ep in (report.get("deployment") or {}).get("endpoints") or []}
+    names = [ep.get("name") for ep in report.get("endpoints") or []]
+    names += [n for n in roles if n not in names]
+    return worst_first([(n, roles.get(n, "unknown")) for n in names], report.get("findings") or [])

@@ -15,7 +15,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from pdwatch.views.report.format import fmt_num, fmt_time, fmt_window
+from pdwatch.views.report.format import FLAG, fmt_num, fmt_time, fmt_window, ordered_endpoints, ordered_groups
 
 SEVERITIES = ("critical", "warning", "info")
 _SEVERITY_LABEL = {"critical": "CRITICAL", "warning": "WARNING", "info": "INFO"}
@@ -44,6 +44,26 @@ def _visible(match: re.Match) -> str:
 def _esc(value: Any) -> str:
     """Any value as HTML text: controls made visible, then escaped (quotes too)."""
     return html.escape(_CONTROL.sub(_visible, str(value)), quote=True)
+
+
+def _prose(value: Any) -> str:
+    """Rule text (summary, explanation, fix): escaped, then each command-line flag as code that
+    does not break at its hyphens (a flag is letters, digits and hyphens only: nothing to escape)."""
+    return FLAG.sub(lambda m: f'<code class="cli">{m.group()}</code>', _esc(value))
+
+
+def _marked(text: str, marks: Any) -> str:
+    """A quoted log line, escaped, with the values the rule read in <strong class="used">."""
+    spans = sorted((int(a), int(b)) for a, b in (marks or ()) if 0 <= int(a) < int(b) <= len(text))
+    out, at = [], 0
+    for a, b in spans:
+        if a < at:
+            continue
+        out.append(_esc(text[at:a]))
+        out.append(f'<strong class="used">{_esc(text[a:b])}</strong>')
+        at = b
+    out.append(_esc(text[at:]))
+    return "".join(out)
 
 
 def _num(value: Any) -> str:
@@ -112,11 +132,15 @@ def render(report: dict[str, Any]) -> str:
     sources = report.get("sources") or []
     notices = report.get("notices") or []
     title = "pdwatch report" + (f": {', '.join(map(str, sources))}" if sources else "")
+    groups = ordered_groups({"findings": findings})
+    order = ordered_endpoints(report)
+    rank = {name: i for i, name in enumerate(order)}
+    endpoints = sorted(report.get("endpoints") or [], key=lambda ep: rank.get(ep.get("name"), len(rank)))
     body = [
         _header(report, summary, sources, findings, notices),
         _headline(summary),
-        _findings(findings, report.get("rules") or []),
-        _endpoints(report.get("endpoints") or [], deployment, findings, report.get("series") or {}, summary),
+        _findings(findings, groups, report.get("rules") or []),
+        _endpoints(endpoints, deployment, findings, report.get("series") or {}, summary, groups),
         _deployment(deployment),
         _capacity(report.get("capacity") or []),
         _notices(notices),
@@ -146,8 +170,7 @@ def render(report: dict[str, Any]) -> str:
 
 def _header(report: dict[str, Any], summary: dict[str, Any], sources: list[Any],
             findings: list[dict[str, Any]], notices: list[Any]) -> str:
-    nav = [("headline", "Headline"), ("findings", f"Findings ({len(findings)})"), ("endpoints", "Endpoints"),
-           ("deployment", "Deployment")]
+    nav = [("findings", f"Findings ({len(findings)})"), ("endpoints", "Endpoints"), ("deployment", "Deployment")]
     if report.get("capacity"):
         nav.append(("capacity", "Capacity"))
     if notices:
@@ -156,12 +179,25 @@ def _header(report: dict[str, Any], summary: dict[str, Any], sources: list[Any],
     return (
         '<header class="top">'
         '<h1>pdwatch report</h1>'
+        f'{_verdict(report.get("verdict"))}'
         '<dl class="meta">'
         f'<div><dt>Sources</dt><dd>{", ".join(f"<code>{_esc(s)}</code>" for s in sources) or "?"}</dd></div>'
         f'<div><dt>Run</dt><dd>{_esc(fmt_window(summary.get("run")))}</dd></div>'
         '</dl>'
         f'<nav>{links}</nav>'
         '</header>')
+
+
+def _verdict(verdict: dict[str, Any] | None) -> str:
+    """The triage's one line: what is wrong, first."""
+    if not verdict:
+        return ""
+    sev = verdict.get("severity")
+    sev = sev if sev in _SEVERITY_RANK else None
+    badge = _badge(sev) + " " if sev else '<span class="badge b-ok">OK</span> '
+    detail = f' <span class="vdetail">— {_prose(verdict.get("detail"))}</span>' if verdict.get("detail") else ""
+    return (f'<p class="verdict v-{sev or "ok"}" id="verdict">{badge}<strong>{_esc(verdict.get("title", ""))}</strong>'
+            f'{detail}</p>')
 
 
 def _headline(summary: dict[str, Any]) -> str:
@@ -171,29 +207,29 @@ def _headline(summary: dict[str, Any]) -> str:
     tiles = [("total tokens/s", _num(summary.get("total_tps"))),
              ("prompt tokens/s", _num(summary.get("prompt_tps"))),
              ("generated tokens/s", _num(summary.get("gen_tps"))),
-             ("GPUs", gpu_text),
-             ("steady window", _esc(fmt_window(summary.get("window"))))]
+             ("GPUs", gpu_text)]
     tile_html = "".join(f'<div class="tile"><dt>{label}</dt><dd>{value}</dd></div>' for label, value in tiles)
+    per_role = summary.get("per_role") or {}
+    roles = ""
+    if per_role:  # in the headline's row: what each role adds
+        rows = "".join(f'<tr><td>{_esc(role)}</td><td class="n">{_num((vals or {}).get("prompt_tps"))}</td>'
+                       f'<td class="n">{_num((vals or {}).get("gen_tps"))}</td></tr>'
+                       for role, vals in per_role.items())
+        roles = ('<table class="roles"><thead><tr><th>role</th><th class="n">prompt tokens/s</th>'
+                 f'<th class="n">generated tokens/s</th></tr></thead><tbody>{rows}</tbody></table>')
     out = ['<section id="headline" class="headline">',
-           '<h2>Headline <span class="muted">(steady state)</span></h2>',
+           '<h2 class="sr">Headline <span class="muted">(steady state)</span></h2>',
            '<div class="hl">',
-           '<div class="big"><div class="big-label">total TPS per GPU</div>'
+           '<div class="big"><div class="big-label">Headline: total TPS per GPU</div>'
            f'<div class="big-value">{_num(summary.get("tps_per_gpu"))}</div>'
-           '<div class="big-unit">tokens/s per GPU, prompt + generated</div></div>',
-           f'<dl class="tiles">{tile_html}</dl>',
-           '</div>']
+           '<div class="big-unit">tokens/s per GPU, prompt + generated, over the steady state: '
+           f'{_esc(fmt_window(summary.get("window")))}</div></div>',
+           f'<dl class="tiles">{tile_html}</dl>', roles, '</div>']
     numbers = ("tps_per_gpu", "total_tps", "prompt_tps", "gen_tps")
     if summary.get("note"):
         out.append(f'<p class="note"><strong>Note:</strong> {_esc(summary["note"])}</p>')
     elif any(summary.get(k) is None for k in numbers):
         out.append('<p class="note"><strong>Note:</strong> "?" marks a number the logs do not give.</p>')
-    per_role = summary.get("per_role") or {}
-    if per_role:
-        rows = "".join(f'<tr><td>{_esc(role)}</td><td class="n">{_num((vals or {}).get("prompt_tps"))}</td>'
-                       f'<td class="n">{_num((vals or {}).get("gen_tps"))}</td></tr>'
-                       for role, vals in per_role.items())
-        out.append('<table class="roles"><thead><tr><th>role</th><th class="n">prompt tokens/s</th>'
-                   f'<th class="n">generated tokens/s</th></tr></thead><tbody>{rows}</tbody></table>')
     out.append("</section>")
     return "\n".join(out)
 
@@ -229,7 +265,7 @@ def _clock(text: str) -> str:
     return text[11:19] if re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d.*", text) else text
 
 
-def _findings(findings: list[dict[str, Any]], rules: list[Any]) -> str:
+def _findings(findings: list[dict[str, Any]], groups: list[Any], rules: list[Any]) -> str:
     out = ['<section id="findings">', "<h2>Findings</h2>"]
     if not findings:
         checked = f" ({len(rules)} rule{'s' if len(rules) != 1 else ''} checked: {_esc(', '.join(map(str, rules)))})" \
@@ -238,39 +274,64 @@ def _findings(findings: list[dict[str, Any]], rules: list[Any]) -> str:
         return "\n".join(out)
     counts = {s: sum(1 for f in findings if _severity(f) == s) for s in SEVERITIES}
     out.append('<p class="counts">' + " ".join(
-        f'{_badge(s)} <span class="count">{counts[s]}</span>' for s in SEVERITIES if counts[s]) + "</p>")
+        f'{_badge(s)} <span class="count">{counts[s]}</span>' for s in SEVERITIES if counts[s])
+        + (f' <span class="muted">in {len(groups)} group{"s" if len(groups) != 1 else ""} '
+           '(identical findings across endpoints are one entry)</span>' if len(groups) < len(findings) else "")
+        + "</p>")
     rows = []
-    for i, f in enumerate(findings, 1):
-        sev = _severity(f)
+    for i, g in enumerate(groups, 1):
+        first = findings[g.members[0]]
+        sev = _severity(first)
+        more = (f' <span class="muted">(+{len(g.members) - 1} alike)</span>' if len(g.members) > 1 else "")
         rows.append(f'<tr class="r-{sev}"><td>{_badge(sev)}</td>'
-                    f'<td><a href="#finding-{i}"><code>{_esc(f.get("rule", "?"))}</code></a></td>'
-                    f'<td>{_where(f)}</td><td class="when">{_when(f, short=True)}</td>'
-                    f'<td>{_esc(f.get("summary", ""))}</td></tr>')
-    out.append('<div class="scroll"><table class="glance"><thead><tr><th>severity</th><th>rule</th><th>where</th>'
-               f'<th>when</th><th>summary</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
-    for i, f in enumerate(findings, 1):
-        out.append(_finding(i, f))
+                    f'<td><a href="#finding-{i}"><code>{_esc(g.rule)}</code></a></td>'
+                    f'<td>{_group_where(g, findings)}</td><td class="when">{_when(first, short=True)}</td>'
+                    f'<td>{_prose(first.get("summary", ""))}{more}</td></tr>')
+    out.append('<table class="glance"><thead><tr><th>severity</th><th>rule</th><th>where</th>'
+               f'<th>when</th><th>summary</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    for i, g in enumerate(groups, 1):
+        out.append(_finding(i, g, [findings[j] for j in g.members]))
     out.append("</section>")
     return "\n".join(out)
 
 
-def _finding(index: int, f: dict[str, Any]) -> str:
+def _group_where(g: Any, findings: list[dict[str, Any]]) -> str:
+    if len(g.members) == 1:
+        return _where(findings[g.members[0]])
+    return f'<strong>{_esc(g.label)}</strong> <span class="muted">({len(set(g.endpoints))} endpoints)</span>'
+
+
+def _finding(index: int, g: Any, members: list[dict[str, Any]]) -> str:
+    """One card per group: the endpoints listed (each with its own summary and period), the
+    explanation, the evidence and the fix once."""
+    f = members[0]
     sev = _severity(f)
+    where = _where(f) if len(members) == 1 else (
+        f'<strong>{_esc(g.label)}</strong> <span class="muted">({len(set(g.endpoints))} endpoints)</span>')
     out = [f'<article class="finding f-{sev}" id="finding-{index}">',
-           f'<h3>{_badge(sev)} <code class="rule">{_esc(f.get("rule", "?"))}</code> on {_where(f)}</h3>',
-           f'<p class="when">{_when(f)}</p>',
-           f'<p class="summary">{_esc(f.get("summary", ""))}</p>']
+           f'<h3>{_badge(sev)} <code class="rule">{_esc(g.rule)}</code> on {where}</h3>']
+    out += [f'<p class="when">{_when(f)}</p>' if len(members) == 1 else "",
+            f'<p class="summary">{_prose(f.get("summary", ""))}</p>']
+    if len(members) > 1:  # each endpoint with its period; its own summary on hover (the numbers differ a little)
+        items = ", ".join(f'<span class="member" title="{_esc(m.get("summary", ""))}"><strong>'
+                          f'{_esc(m.get("endpoint") or "the deployment")}</strong> <span class="when">'
+                          f'{_when(m, short=True)}</span></span>' for m in members)
+        out.append(f'<p class="members"><span class="muted">On:</span> {items}</p>')
+    alike = (f' <span class="muted">(as on {_esc(f.get("endpoint") or "the deployment")}; the others alike)</span>'
+             if len(members) > 1 else "")
     if f.get("explanation"):
-        out.append(f'<p class="explanation">{_esc(f["explanation"])}</p>')
-    evidence = f.get("evidence") or []
-    if evidence:
-        out.append('<div class="evidence"><h4>Evidence</h4>')
-        for e in evidence:
+        out.append(f'<p class="explanation"><strong>Why</strong>{alike}: {_prose(f["explanation"])}</p>')
+    # one endpoint: its quotes; a group: the first quote of each endpoint
+    quotes = list(f.get("evidence") or []) if len(members) == 1 else [m["evidence"][0] for m in members if m.get("evidence")]
+    if quotes:
+        out.append('<div class="evidence"><h4>Evidence <span class="muted">(in bold: the values the rule read)'
+                   '</span></h4>')
+        for e in quotes:
             out.append(f'<div class="quote"><div class="loc"><code>{_esc(e.get("source") or "?")}:{_esc(_or_q(e.get("line_no")))}'
-                       f'</code></div><pre>{_esc(e.get("text") or "")}</pre></div>')
+                       f'</code></div><pre>{_marked(str(e.get("text") or ""), e.get("highlight"))}</pre></div>')
         out.append("</div>")
     if f.get("recommendation"):
-        out.append(f'<div class="fix"><strong>Fix:</strong> {_esc(f["recommendation"])}</div>')
+        out.append(f'<div class="fix"><strong>Fix</strong>{alike}: {_prose(f["recommendation"])}</div>')
     out.append("</article>")
     return "\n".join(out)
 
@@ -279,7 +340,8 @@ def _finding(index: int, f: dict[str, Any]) -> str:
 
 
 def _endpoints(endpoints: list[dict[str, Any]], deployment: dict[str, Any], findings: list[dict[str, Any]],
-               series: dict[str, Any], summary: dict[str, Any]) -> str:
+               series: dict[str, Any], summary: dict[str, Any], groups: list[Any] | None = None) -> str:
+    """The endpoints worst first: the table, then their charts (identical endpoints as one row)."""
     roles = {ep.get("name"): ep for ep in deployment.get("endpoints") or []}
     out = ['<section id="endpoints">', "<h2>Endpoints over the steady state <span class=\"muted\">(p50 / p95)</span></h2>"]
     rows = []
@@ -298,11 +360,12 @@ def _endpoints(endpoints: list[dict[str, Any]], deployment: dict[str, Any], find
         role = (roles.get(ep.get("name")) or {}).get("role", "?")
         rows.append(f'<tr><td>{_esc(ep.get("name"))}</td><td>{_esc(role)}</td>{cells}'
                     f'<td class="n">{_num(ep.get("stats_lines"))}</td><td class="nowrap">{_time(ep.get("last_seen"))}</td></tr>')
-    out.append('<div class="scroll"><table class="summary-table"><thead><tr><th>endpoint</th><th>role</th>'
+    out.append('<div class="scroll"><table class="summary-table"><caption class="muted">worst first: endpoints with a '
+               'critical finding, then warning, then the rest</caption><thead><tr><th>endpoint</th><th>role</th>'
                '<th class="n">prompt tok/s</th><th class="n">gen tok/s</th><th class="n">running</th>'
                '<th class="n">waiting</th><th class="n">KV usage %</th><th class="n">stats lines</th>'
                f'<th>last line</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
-    out.append(_charts(endpoints, roles, findings, series, summary))
+    out.append(_charts(endpoints, roles, findings, series, summary, groups))
     out.append("</section>")
     return "\n".join(out)
 
@@ -316,7 +379,7 @@ def _p50_p95(key: str, values: dict[str, Any]) -> str:
 
 
 def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], findings: list[dict[str, Any]],
-            series: dict[str, Any], summary: dict[str, Any]) -> str:
+            series: dict[str, Any], summary: dict[str, Any], groups: list[Any] | None = None) -> str:
     names = [ep.get("name") for ep in endpoints]
     names += [n for n in series if n not in names]
     drawn = [n for n in names if _has_points(series.get(n))]
@@ -329,15 +392,31 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
         '<span class="key k-steady"></span> steady window (headline) &nbsp; '
         + " &nbsp; ".join(f'<span class="key k-{s}"></span> {_SEVERITY_LABEL[s]} finding period' for s in SEVERITIES)
         + "</p>")
-    links_of = {}
-    for i, f in enumerate(findings, 1):
+    groups = groups if groups is not None else ordered_groups({"findings": findings})
+    group_of = {}  # finding index -> (card number, group)
+    for n, g in enumerate(groups, 1):
+        for i in g.members:
+            group_of[i] = (n, g)
+    links_of: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
+    for i, f in enumerate(findings):
         links_of.setdefault(f.get("endpoint"), []).append((i, f))
+    twins = _twins([n for n in names if n in drawn], roles, links_of, endpoints)
     counter = 0
+    done: set[Any] = set()
     for name in names:
+        if name in done:
+            continue
         info = roles.get(name) or {}
         own = links_of.get(name, []) + links_of.get(None, [])
-        links = " ".join(f'<a class="flink fl-{_severity(f)}" href="#finding-{i}">{_SEVERITY_SHORT[_severity(f)]}: '
-                         f'{_esc(f.get("rule", "?"))}</a>' for i, f in sorted(own, key=lambda x: x[0]))
+        cards = sorted({group_of[i][0]: group_of[i][1] for i, _ in own if i in group_of}.items())
+        links = " ".join(f'<a class="flink fl-{_severity({"severity": g.severity})}" href="#finding-{n}">'
+                         f'{_SEVERITY_SHORT[_severity({"severity": g.severity})]}: {_esc(g.rule)}</a>' for n, g in cards)
+        cluster = twins.get(name)
+        if cluster:
+            done.update(cluster)
+            counter += len(cluster)
+            out.append(_multiples(counter, cluster, roles, series, domain, [f for _, f in own], summary, links))
+            continue
         head = (f'<h3>{_esc(name)} <span class="role">{_esc(info.get("role", "?"))}</span>'
                 f'{" " + links if links else ""}</h3>')
         if name not in drawn:
@@ -352,6 +431,65 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
             charts.append(_chart(counter, spec, data, domain, bands, summary.get("window")))
         out.append(f'<div class="ep-charts">{head}<div class="charts">{"".join(charts)}</div></div>')
     return "\n".join(out)
+
+
+_TWIN_BAND = 0.15  # endpoints whose counted throughput (p50) is within 15% of each other's are alike
+
+
+def _twins(names: list[Any], roles: dict[Any, dict[str, Any]], links_of: dict[Any, list],
+           endpoints: list[dict[str, Any]]) -> dict[Any, list[Any]]:
+    """Endpoints alike enough to be drawn as one small-multiples row: same role and engine count,
+    the same findings (rule and severity) on them, and throughput within 15%. Returns each
+    cluster of two or more, keyed by its first member (in the page's order)."""
+    summary = {ep.get("name"): ep for ep in endpoints}
+
+    def counted(name: Any) -> float | None:
+        role = (roles.get(name) or {}).get("role")
+        keys = {"prefill": ("prompt_tps",), "decode": ("gen_tps",)}.get(role, ("prompt_tps", "gen_tps"))
+        vals = [((summary.get(name) or {}).get(k) or {}).get("p50") for k in keys]
+        vals = [v for v in vals if isinstance(v, (int, float))]
+        return sum(vals) if vals else None
+
+    keyed: dict[tuple, list[Any]] = {}
+    for name in names:
+        info = roles.get(name) or {}
+        if info.get("role") == "frontend":
+            continue
+        sig = (info.get("role"), len(info.get("engines") or []),
+               frozenset((f.get("rule"), f.get("severity")) for _, f in links_of.get(name, [])))
+        keyed.setdefault(sig, []).append(name)
+    out: dict[Any, list[Any]] = {}
+    for members in keyed.values():
+        while len(members) >= 2:
+            base = counted(members[0])
+            alike = [m for m in members if base is not None and (c := counted(m)) is not None
+                     and abs(c - base) <= _TWIN_BAND * max(abs(base), 1.0)]
+            if len(alike) >= 2:
+                out[alike[0]] = alike
+            members = [m for m in members if m not in alike] if len(alike) >= 2 else members[1:]
+    return out
+
+
+def _multiples(n: int, cluster: list[Any], roles: dict[Any, dict[str, Any]], series: dict[str, Any],
+               domain: tuple[float, float, Any], bands: list[dict[str, Any]], summary: dict[str, Any],
+               links: str) -> str:
+    """Alike endpoints as one row: a small tokens/s chart each, on one zero-based scale."""
+    from pdwatch.session.triage import endpoint_label
+    role = (roles.get(cluster[0]) or {}).get("role", "?")
+    keys = {"prefill": [("prompt_tps", "prompt", "l-prompt")], "decode": [("gen_tps", "generated", "l-gen")]}.get(
+        role, [("prompt_tps", "prompt", "l-prompt"), ("gen_tps", "generated", "l-gen")])
+    peak = max([v for name in cluster for k, _, _ in keys for v in _values(series[name], k) if v is not None] or [1.0])
+    step = _nice_step(peak if peak > 0 else 1.0)
+    top = math.ceil(peak / step - 1e-9) * step if peak > 0 else 1.0
+    figs = []
+    for j, name in enumerate(cluster):
+        spec = {"title": "tokens/s", "lines": keys, "fixed": (0.0, top), "step": top / 2, "small": True}
+        svg = _chart(n * 100 + j, spec, series[name], domain, bands, summary.get("window"), small=True)
+        figs.append(f'<figure class="sm"><figcaption><strong>{_esc(name)}</strong></figcaption>{svg}</figure>')
+    head = (f'<h3>{_esc(endpoint_label(cluster))} <span class="role">{_esc(role)}</span> '
+            f'<span class="muted small">{len(cluster)} alike: tokens/s each, one scale (0 to {_esc(_tick_label(top))})'
+            f'</span>{" " + links if links else ""}</h3>')
+    return f'<div class="ep-multiples">{head}<div class="multiples">{"".join(figs)}</div></div>'
 
 
 def _has_points(data: Any) -> bool:
@@ -399,7 +537,8 @@ def _domain(all_series: list[dict[str, Any]], findings: list[dict[str, Any]],
 # ------------------------------------------------------------------------------------------------ SVG
 
 _W, _H = 400, 178
-_L, _R, _T, _B = 48, 10, 18, 22  # plot margins
+_L, _R, _T, _B = 48, 30, 30, 22  # plot margins: the top holds the steady bracket and the severity lanes,
+# the right the reference line's label, so no label is drawn over the plot's bands
 _TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
                172800, 604800)
 
@@ -455,14 +594,16 @@ def _values(data: dict[str, Any], key: str) -> list[float | None]:
 
 
 def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[float, float, Any],
-           bands: list[dict[str, Any]], window: dict[str, Any] | None) -> str:
+           bands: list[dict[str, Any]], window: dict[str, Any] | None, small: bool = False) -> str:
+    """One chart in a <figure> with its key; ``small``: a small multiple, the bare SVG, lower."""
     lo, hi, tz = domain
-    x0, x1, y0, y1 = _L, _W - _R, _H - _B, _T  # y0 bottom, y1 top (pixels)
+    height = 120 if small else _H
+    x0, x1, y0, y1 = _L, _W - _R, height - _B, _T  # y0 bottom, y1 top (pixels)
     ts = [_epoch(t) for t in data.get("ts") or []]
     lines = [(key, label, cls, _values(data, key)) for key, label, cls in spec["lines"]]
     if "fixed" in spec:
         vmin, vmax = spec["fixed"]
-        step = 25.0
+        step = spec.get("step", 25.0)
     else:
         peak = max([v for *_, vals in lines for v in vals if v is not None] or [0.0])
         ref = spec.get("ref")
@@ -482,7 +623,8 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
         return y0 - (v - vmin) / (vmax - vmin) * (y0 - y1)
 
     pid = f"c{n}"
-    svg = [f'<svg class="chart" viewBox="0 0 {_W} {_H}" role="img" preserveAspectRatio="xMidYMid meet">',
+    svg = [f'<svg class="chart{" small" if small else ""}" viewBox="0 0 {_W} {height}" role="img" '
+           'preserveAspectRatio="xMidYMid meet">',
            "<defs>",
            f'<pattern id="{pid}-critical" width="5" height="5" patternUnits="userSpaceOnUse" '
            'patternTransform="rotate(45)"><rect width="5" height="5" class="pf-critical"/>'
@@ -511,12 +653,9 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
         sev = _severity(f)
         svg.append(f'<rect x="{_f(xa)}" y="{y1}" width="{_f(xb - xa)}" height="{y0 - y1}" fill="url(#{pid}-{sev})" '
                    f'class="band"><title>{_SEVERITY_LABEL[sev]}: {_esc(f.get("rule", "?"))}, {_when(f)}</title></rect>')
-        lane = _SEVERITY_RANK[sev]  # one strip per severity: overlapping periods stay visible
-        labels.append(f'<rect x="{_f(xa)}" y="{y1 + 4 * lane}" width="{_f(xb - xa)}" height="3" '
+        lane = _SEVERITY_RANK[sev]  # one strip per severity, above the plot: overlapping periods stay visible
+        labels.append(f'<rect x="{_f(xa)}" y="{y1 - 12 + 4 * lane}" width="{_f(xb - xa)}" height="3" '
                       f'class="bandtop-{sev}"/>')
-        if xb - xa >= 30:
-            labels.append(f'<text x="{_f(xa + 3)}" y="{y1 + 13 + 10 * lane}" class="bandlabel">'
-                          f'{_SEVERITY_SHORT[sev]}</text>')
     # y grid and labels
     v = vmin
     while v <= vmax + 1e-9:
@@ -536,15 +675,16 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
         xa, xb = sx(max(ws, lo)), sx(min(we, hi))
         svg.append(f'<line x1="{_f(xa)}" y1="{y1}" x2="{_f(xa)}" y2="{y0}" class="steady-edge"/>')
         svg.append(f'<line x1="{_f(xb)}" y1="{y1}" x2="{_f(xb)}" y2="{y0}" class="steady-edge"/>')
-        svg.append(f'<rect x="{_f(xa)}" y="{y1 - 7}" width="{_f(max(xb - xa, 1))}" height="4" class="steady"/>')
+        svg.append(f'<rect x="{_f(xa)}" y="{y1 - 18}" width="{_f(max(xb - xa, 1))}" height="4" class="steady"/>')
         if xb - xa >= 34:
-            svg.append(f'<text x="{_f((xa + xb) / 2)}" y="{y1 - 9}" class="steadylab">steady</text>')
+            svg.append(f'<text x="{_f((xa + xb) / 2)}" y="{y1 - 20}" class="steadylab">steady</text>')
     # reference line (95% KV, max_num_seqs cap)
     ref = spec.get("ref")
     if ref and ref[0] is not None and vmin <= ref[0] <= vmax:
         y = sy(ref[0])
         svg.append(f'<line x1="{x0}" y1="{_f(y)}" x2="{x1}" y2="{_f(y)}" class="{ref[2]}"/>')
-        svg.append(f'<text x="{x1 - 3}" y="{_f(y - 3)}" class="reflab">{_esc(ref[1])}</text>')
+        if len(str(ref[1])) <= 4:  # "95%": in the right margin, off the plot (a longer one is in the key)
+            svg.append(f'<text x="{x1 + 3}" y="{_f(y + 3.5)}" class="reflab">{_esc(ref[1])}</text>')
     # the lines
     for key, label, cls, vals in lines:
         points = [(sx(t), sy(v)) for t, v in zip(ts, vals) if t is not None and v is not None]
@@ -561,6 +701,8 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
             svg += [f'<circle cx="{_f(x)}" cy="{_f(y)}" r="1.8" class="dot {cls}"/>' for x, y in points]
     svg += labels
     svg.append("</svg>")
+    if small:
+        return "".join(svg)
     keys = "".join(f'<span class="lkey {cls}"></span>{_esc(label)} ' for _, label, cls, _ in lines)
     ref_key, note = "", ""
     if ref and ref[0] is not None:
@@ -577,17 +719,27 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
 
 
 def _deployment(deployment: dict[str, Any]) -> str:
+    """One row per endpoint; endpoints alike in everything but their name and files share a row."""
+    from pdwatch.session.triage import endpoint_label
     rows = []
     endpoints = deployment.get("endpoints") or []
+    alike: dict[str, list[dict[str, Any]]] = {}
     for ep in endpoints:
+        key = repr([ep.get(k) for k in ("role", "role_from", "engines", "gpus", "gpus_inferred", "version", "model",
+                                         "key_args")])
+        alike.setdefault(key, []).append(ep)
+    for same in alike.values():
+        ep = same[0]
         gpus = ("?" if ep.get("gpus") is None else _num(ep["gpus"]) + (
             '<abbr class="guess" title="guessed">*</abbr>' if ep.get("gpus_inferred") else ""))
         role, role_from = ep.get("role", "?"), ep.get("role_from", "unknown")
         role_text = _esc(role) + ("" if role_from in ("unknown", role) else f' <span class="muted">({_esc(role_from)})</span>')
         args = "".join(f'<li><code>{_esc(k)}={_esc(v)}</code></li>' for k, v in (ep.get("key_args") or {}).items())
         model = f'<div class="muted small">{_esc(ep["model"])}</div>' if ep.get("model") else ""
-        sources = "<br>".join(f"<code>{_esc(s)}</code>" for s in ep.get("sources") or [])
-        rows.append(f'<tr><td>{_esc(ep.get("name"))}{model}</td><td>{role_text}</td>'
+        sources = "<br>".join(f"<code>{_esc(s)}</code>" for e in same for s in e.get("sources") or [])
+        name = _esc(ep.get("name")) if len(same) == 1 else (
+            f'{_esc(endpoint_label([e.get("name") for e in same]))} <span class="muted">({len(same)} alike, each)</span>')
+        rows.append(f'<tr><td>{name}{model}</td><td>{role_text}</td>'
                     f'<td>{_esc(_ranges(ep.get("engines")))}</td><td class="n">{gpus}</td>'
                     f'<td>{_esc(ep.get("version") or "?")}</td><td><ul class="args">{args}</ul></td>'
                     f'<td class="src">{sources}</td></tr>')
@@ -597,8 +749,8 @@ def _deployment(deployment: dict[str, Any]) -> str:
            f'<tbody>{"".join(rows)}</tbody></table></div>']
     if deployment.get("total_gpus") is not None:
         out.append(f'<p class="muted">Total GPUs (prefill + decode): {_num(deployment["total_gpus"])}</p>')
-    guessed = [ep for ep in endpoints if ep.get("gpus_inferred")]
-    if guessed:
+    guessed = [ep for ep in endpoints if ep.get("gpus_inferred") and ep.get("gpus") is not None]
+    if guessed:  # the footnote only when a row above carries its star
         items = "".join(f"<li>{_esc(ep.get('name'))}: {_esc(ep.get('gpus_from'))}</li>" for ep in guessed)
         out.append(f'<p class="muted"><code>*</code> GPU count partly guessed (GPUs = DP x TP x PP):</p>'
                    f'<ul class="muted">{items}</ul>')
@@ -609,13 +761,21 @@ def _deployment(deployment: dict[str, Any]) -> str:
 def _capacity(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
+    from pdwatch.session.triage import endpoint_label
     body = []
+    alike: dict[str, list[dict[str, Any]]] = {}  # endpoints with the same figures share a row
     for r in rows:
+        alike.setdefault(repr(sorted((k, repr(v)) for k, v in r.items() if k not in ("endpoint", "computed"))),
+                         []).append(r)
+    for same in alike.values():
+        r = same[0]
         conc = r.get("max_concurrency")
         conc_text = "?" if conc is None else f"{_num(conc)} x {_num(r.get('max_concurrency_tokens'))} tok"
         graph = r.get("max_capture_size", "?")
         graph = "none" if graph is None else graph
-        body.append(f'<tr><td>{_esc(r.get("endpoint"))}</td><td class="n">{_num(r.get("weights_gib"))}</td>'
+        name = _esc(r.get("endpoint")) if len(same) == 1 else (
+            f'{_esc(endpoint_label([x.get("endpoint") for x in same]))} <span class="muted">(each)</span>')
+        body.append(f'<tr><td>{name}</td><td class="n">{_num(r.get("weights_gib"))}</td>'
                     f'<td class="n">{_num(r.get("kv_memory_gib"))}</td><td class="n">{_num(r.get("kv_capacity_tokens"))}</td>'
                     f'<td class="n">{conc_text}</td><td class="n">{_num(r.get("max_num_seqs", "?"))}</td>'
                     f'<td class="n">{_num(r.get("block_size", "?"))}</td><td class="n">{_num(graph)}</td></tr>')
@@ -655,8 +815,10 @@ def _notices(notices: list[Any]) -> str:
 
 
 _CSS = """
-:root{--fg:#1b1f24;--muted:#5b6470;--line:#d6dae0;--bg:#fff;--soft:#f5f7f9;
+:root{color-scheme:light dark;--fg:#1b1f24;--muted:#5b6470;--line:#d6dae0;--bg:#fff;--soft:#f5f7f9;
 --crit:#b42318;--crit-bg:#fdecea;--warn:#a15c07;--warn-bg:#fff4e0;--info:#1d5fc2;--info-bg:#eaf2fd;--ok:#1e7a3c;
+--ok-bg:#eef7f0;--grid:#e6e9ed;--axis:#8a939e;--ink2:#4b5563;--c-prompt:#1d5fc2;--c-gen:#0f8a5f;--c-kv:#6d28d9;
+--c-run:#1b1f24;--c-wait:#c2410c;--used:#fff2a8;
 --mono:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono","DejaVu Sans Mono",monospace}
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
@@ -679,31 +841,29 @@ a{color:var(--info)}
 nav{display:flex;flex-wrap:wrap;gap:4px 16px;padding:6px 0;border-top:1px solid var(--line);border-bottom:1px solid var(--line)}
 nav a{text-decoration:none;font-weight:600}
 .hl{display:flex;flex-wrap:wrap;gap:16px;align-items:stretch}
-.big{background:var(--soft);border:1px solid var(--line);border-radius:8px;padding:12px 20px;min-width:260px}
+.big{background:var(--soft);border:1px solid var(--line);border-radius:8px;padding:6px 16px;min-width:240px;max-width:340px}
 .big-label{font-weight:600;color:var(--muted);text-transform:uppercase;font-size:12px;letter-spacing:.05em}
-.big-value{font-size:52px;font-weight:700;line-height:1.1;font-variant-numeric:tabular-nums}
+.big-value{font-size:38px;font-weight:700;line-height:1.1;font-variant-numeric:tabular-nums}
 .big-unit{color:var(--muted);font-size:13px}
-.tiles{flex:1;display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:8px;margin:0}
+.tiles{flex:1;display:grid;grid-template-columns:repeat(auto-fit,minmax(120px,1fr));gap:8px;margin:0;align-self:flex-start}
 .tile{border:1px solid var(--line);border-radius:8px;padding:8px 12px}
 .tile dt{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
 .tile dd{margin:2px 0 0;font-size:20px;font-weight:600;font-variant-numeric:tabular-nums}
-.tile:last-child{grid-column:span 2}
-.tile:last-child dd{font-size:15px}
+.tile:last-child dd{font-size:13px}
 .note{border-left:4px solid var(--warn);background:var(--warn-bg);padding:6px 10px;margin:12px 0}
 table{border-collapse:collapse;width:100%;font-size:13.5px;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600;white-space:nowrap}
 td.n,th.n{text-align:right}
 td.n{white-space:nowrap}
-table.roles{width:auto;margin-top:12px}
+table.roles{width:auto;margin:0;align-self:flex-start;font-size:12.5px}
 .scroll{overflow-x:auto;max-width:100%}
-table.glance{min-width:640px}
 .badge{display:inline-block;font:700 11px/1 system-ui,sans-serif;letter-spacing:.06em;padding:4px 7px;border-radius:4px;
 border:2px solid;vertical-align:2px;white-space:nowrap}
 .b-critical{background:var(--crit);border-color:var(--crit);color:#fff}
 .b-warning{background:var(--warn-bg);border-color:var(--warn);color:var(--warn)}
-.b-info{background:#fff;border-color:var(--info);color:var(--info);border-style:dotted}
-.b-ok{background:#fff;border-color:var(--ok);color:var(--ok)}
+.b-info{background:var(--bg);border-color:var(--info);color:var(--info);border-style:dotted}
+.b-ok{background:var(--bg);border-color:var(--ok);color:var(--ok)}
 .counts{font-size:15px;margin:6px 0 10px}
 .counts .count{font-weight:700;margin-right:12px}
 .allclear{font-size:15px}
@@ -724,10 +884,10 @@ table.glance tr.r-info td:first-child{box-shadow:inset 4px 0 var(--info)}
 .quote .loc{font-size:12px;color:var(--muted);overflow-wrap:anywhere}
 pre{margin:2px 0 0;padding:6px 8px;background:var(--soft);border:1px solid var(--line);border-radius:4px;
 white-space:pre-wrap;overflow-wrap:anywhere;max-height:24em;overflow:auto}
-.fix{background:#eef7f0;border-left:4px solid var(--ok);padding:6px 10px;margin-top:8px;overflow-wrap:anywhere}
+.fix{background:var(--ok-bg);border-left:4px solid var(--ok);padding:6px 10px;margin-top:8px;overflow-wrap:anywhere}
 .legend{font-size:13px;color:var(--muted)}
 .key{display:inline-block;width:22px;height:11px;vertical-align:-1px;border:1px solid var(--muted)}
-.k-steady{border:0;border-top:4px solid #4b5563;height:8px}
+.k-steady{border:0;border-top:4px solid var(--ink2);height:8px}
 .k-critical{background:repeating-linear-gradient(45deg,var(--crit) 0 1.5px,var(--crit-bg) 1.5px 4px);border-color:var(--crit)}
 .k-warning{background:repeating-linear-gradient(45deg,var(--warn) 0 1px,var(--warn-bg) 1px 7px);border-color:var(--warn)}
 .k-info{background:radial-gradient(var(--info) 0.8px,var(--info-bg) 1px) 0 0/5px 5px;border-color:var(--info)}
@@ -745,32 +905,31 @@ td.hot{font-weight:700;color:var(--crit)}
 .keys{color:var(--muted);font-size:12px}
 .lkey{display:inline-block;width:18px;height:0;border-top:2px solid;vertical-align:3px;margin:0 3px 0 6px}
 svg.chart{width:100%;height:auto;display:block;font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
-svg .plot{fill:#fff;stroke:var(--line)}
-svg .grid{stroke:#e6e9ed;stroke-width:1}
-svg .axis{stroke:#8a939e;stroke-width:1}
+svg .plot{fill:var(--bg);stroke:var(--line)}
+svg .grid{stroke:var(--grid);stroke-width:1}
+svg .axis{stroke:var(--axis);stroke-width:1}
 svg .ylab{font-size:11px;fill:var(--muted);text-anchor:end}
 svg .xlab{font-size:11px;fill:var(--muted);text-anchor:middle}
 svg .line{fill:none;stroke-width:1.8;stroke-linejoin:round}
 svg .dot{stroke:none}
-.l-prompt{stroke:#1d5fc2;fill:#1d5fc2;border-color:#1d5fc2}
-.l-gen{stroke:#0f8a5f;fill:#0f8a5f;stroke-dasharray:6 3;border-color:#0f8a5f;border-top-style:dashed!important}
-.l-kv{stroke:#6d28d9;fill:#6d28d9;border-color:#6d28d9}
-.l-run{stroke:#1b1f24;fill:#1b1f24;border-color:#1b1f24}
-.l-wait{stroke:#c2410c;fill:#c2410c;stroke-dasharray:6 3;border-color:#c2410c;border-top-style:dashed!important}
+.l-prompt{stroke:var(--c-prompt);fill:var(--c-prompt);border-color:var(--c-prompt)}
+.l-gen{stroke:var(--c-gen);fill:var(--c-gen);stroke-dasharray:6 3;border-color:var(--c-gen);border-top-style:dashed!important}
+.l-kv{stroke:var(--c-kv);fill:var(--c-kv);border-color:var(--c-kv)}
+.l-run{stroke:var(--c-run);fill:var(--c-run);border-color:var(--c-run)}
+.l-wait{stroke:var(--c-wait);fill:var(--c-wait);stroke-dasharray:6 3;border-color:var(--c-wait);border-top-style:dashed!important}
 svg .ref-kv{stroke:var(--crit);stroke-width:1.2;stroke-dasharray:3 3}
 .lkey.ref-kv{border-color:var(--crit);border-top-style:dotted}
-svg .ref-cap{stroke:#4b5563;stroke-width:1.2;stroke-dasharray:2 3}
-.lkey.ref-cap{border-color:#4b5563;border-top-style:dotted}
-svg text{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
-svg .reflab{font-size:10px;fill:#4b5563;text-anchor:end}
-svg .steady{fill:#4b5563}
-svg .steady-edge{stroke:#4b5563;stroke-width:1;stroke-dasharray:2 2}
-svg .steadylab{font-size:10px;fill:#4b5563;text-anchor:middle}
+svg .ref-cap{stroke:var(--ink2);stroke-width:1.2;stroke-dasharray:2 3}
+.lkey.ref-cap{border-color:var(--ink2);border-top-style:dotted}
+svg text{paint-order:stroke;stroke:var(--bg);stroke-width:3px;stroke-linejoin:round}
+svg .reflab{font-size:10px;fill:var(--crit);text-anchor:start}
+svg .steady{fill:var(--ink2)}
+svg .steady-edge{stroke:var(--ink2);stroke-width:1;stroke-dasharray:2 2}
+svg .steadylab{font-size:10px;fill:var(--ink2);text-anchor:middle}
 svg .pf-critical{fill:var(--crit-bg);fill-opacity:.75} svg .ph-critical{stroke:var(--crit);stroke-width:1.6;stroke-opacity:.45}
 svg .pf-warning{fill:var(--warn-bg);fill-opacity:.75} svg .ph-warning{stroke:var(--warn);stroke-width:1.2;stroke-opacity:.4}
 svg .pf-info{fill:var(--info-bg);fill-opacity:.75} svg .ph-info{fill:var(--info);fill-opacity:.5}
 svg .bandtop-critical{fill:var(--crit)} svg .bandtop-warning{fill:var(--warn)} svg .bandtop-info{fill:var(--info)}
-svg .bandlabel{font-size:9.5px;font-weight:700;fill:#1b1f24}
 ul.args{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:2px 6px}
 ul.args code{font-size:11.5px;background:var(--soft);padding:0 4px;border-radius:3px;overflow-wrap:anywhere}
 td.src code{font-size:11.5px;overflow-wrap:anywhere;word-break:break-all}
@@ -779,6 +938,33 @@ table.deploy td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:
 table.deploy td:nth-child(6){min-width:300px}
 table.deploy td:nth-child(7){min-width:200px;max-width:300px}
 .notices li{overflow-wrap:anywhere}
+.verdict{font-size:18px;line-height:1.4;margin:6px 0 10px;padding:10px 14px;border-radius:8px;border:1px solid var(--line);
+border-left:8px solid var(--ok);background:var(--ok-bg)}
+.verdict.v-critical{border-left-color:var(--crit);background:var(--crit-bg)}
+.verdict.v-warning{border-left-color:var(--warn);background:var(--warn-bg)}
+.verdict.v-info{border-left-color:var(--info);background:var(--info-bg)}
+.verdict .badge{vertical-align:3px}
+.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;margin:0;padding:0;border:0}
+code.cli{white-space:nowrap;font-size:.92em;background:var(--soft);border:1px solid var(--line);border-radius:3px;padding:0 3px}
+pre strong.used{background:var(--used);color:inherit;font-weight:700;border-radius:2px}
+p.members{margin:4px 0;overflow-wrap:anywhere}
+p.members .when{color:var(--muted);font-size:12.5px;white-space:nowrap}
+p.members .member{white-space:nowrap}
+caption{caption-side:top;text-align:left;font-size:12.5px;padding:0 0 4px}
+.ep-multiples{border-top:1px solid var(--line);padding-top:2px;break-inside:avoid}
+.ep-multiples h3{display:flex;flex-wrap:wrap;align-items:baseline;gap:4px 10px}
+.multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(220px,1fr));gap:6px 12px}
+figure.sm{margin:0}
+figure.sm figcaption{font-size:12.5px}
+.small{font-size:12px}
+@media (max-width:640px){table.glance thead{display:none}table.glance,table.glance tbody,table.glance tr,table.glance td{display:block;width:100%}
+table.glance tr{border-bottom:1px solid var(--line);padding:4px 0}table.glance td{border:0;padding:2px 8px}
+table.glance td.when{white-space:normal}.verdict{font-size:16px}}
+@media (prefers-color-scheme:dark){:root{--fg:#e6e8eb;--muted:#a0a8b3;--line:#3a4049;--bg:#15181c;--soft:#1f242a;
+--crit:#ff7b72;--crit-bg:#3b1d1d;--warn:#e3b341;--warn-bg:#33290f;--info:#6cb6ff;--info-bg:#13263d;--ok:#56d364;
+--ok-bg:#14301d;--grid:#2a3038;--axis:#6e7681;--ink2:#b1bac4;--c-prompt:#6cb6ff;--c-gen:#56d364;--c-kv:#c297ff;
+--c-run:#e6e8eb;--c-wait:#ff9b5a;--used:#5c4a00}
+.b-critical{color:#15181c}}
 footer{margin-top:32px;padding-top:8px;border-top:1px solid var(--line);color:var(--muted);font-size:12px}
 @media (max-width:700px){.page{padding:12px}.big-value{font-size:40px}.tile:last-child{grid-column:auto}}
 @media print{body{font-size:10.5pt}.page{max-width:none;padding:0}nav{display:none}
