@@ -58,6 +58,7 @@ class LiveSession:
         self.store = Store(DeploymentModel(self._specs))
         self.engine = RuleEngine(self.rules)
         self._rows = SnapshotBuilder(self.store)
+        self._rows.rule_fields = {r.finding: tuple(r.quoted_fields()) for r in self.rules}
         self._feed = FindingsFeed()
         self._findings: list[Finding] = []
         self._log_stats_endpoints: set[str] = set()  # endpoints whose own stats lines arrived

@@ -39,6 +39,7 @@ class SnapshotBuilder:
         self._derived: dict[tuple, Any] = {}
         self._args_by_source: dict[str, dict[str, Any]] = {}  # the non-default args line of each file
         self._graph_gib: dict[tuple[str, int | None], float] = {}  # measured CUDA-graph pool per engine
+        self.rule_fields: dict[str, tuple[str, ...]] = {}  # each rule's stats fields (its evidence's highlights)
 
     def reset(self, store: Store) -> None:
         """A rebuilt store (a backwards seek): nothing derived from the old one is kept."""
@@ -106,7 +107,13 @@ class SnapshotBuilder:
             stats_silence=ep.stats_silence, frontend=_frontend_figures(stats) if ep.role == "frontend" else ())
 
     def _finding_row(self, f: Finding) -> FindingRow:
-        evidence = tuple(Evidence(**self.store.quote(q)) for q in f.evidence)
+        fields = self.rule_fields.get(f.rule, ())
+        evidence = []
+        for q in f.evidence:
+            quoted = self.store.quote(q)
+            marks = tuple(triage.evidence_marks(quoted["text"] or "", fields)) if q.get("kind") == "stats" else ()
+            evidence.append(Evidence(**quoted, marks=marks))
+        evidence = tuple(evidence)
         return FindingRow(f.rule, f.severity, f.endpoint, tuple(f.engines), f.start, f.end, f.summary,
                           f.explanation, f.recommendation, evidence, f.summary_at_start, tuple(f.engines_at_start))
 
@@ -193,6 +200,12 @@ def counted_history(stats: pd.DataFrame, role: str, interval: float) -> tuple[fl
         last = np.ones(len(b), dtype=bool)
         last[:-1] = (b[1:] != b[:-1]) | (e[1:] != e[:-1])  # the last line of each (bucket, engine)
         np.add.at(totals, np.searchsorted(every_bucket, b[last]), c[last])
+        # The live edge: a bucket is drawn once every engine has reported in it (engines print a
+        # few ms apart; the newest bucket with half of them would dip, then recover).
+        reported = np.zeros(len(every_bucket), dtype=np.int64)
+        np.add.at(reported, np.searchsorted(every_bucket, b[last]), 1)
+        if len(reported) > 1 and reported[-1] < reported[-2]:
+            totals = totals[:-1]
     return tuple(float(v) for v in totals[-HISTORY_POINTS:])
 
 

@@ -72,6 +72,7 @@ class Evidence:
     source: str | None
     line_no: int | None
     text: str
+    marks: tuple[tuple[int, int], ...] = ()  # character spans of the values the rule read (stats lines)
 
 
 @dataclass(frozen=True)

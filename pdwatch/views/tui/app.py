@@ -1,4 +1,6 @@
-"""The dashboard: header, endpoint panes by role, findings table; a worker thread ingests.
+"""The dashboard: header (TPS/GPU, the verdict, the clock), the endpoints worst first (a compact
+table, or panes when they all fit; ``t`` toggles), the findings grouped across endpoints, and a
+footer with the focused panel's keys; a worker thread ingests.
 
 Threads: the ingest worker only calls ``LiveSession.ingest`` (which hands events over under
 a lock) and talks to the app with ``post_message``; the UI thread ticks the session every
@@ -18,20 +20,24 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from pdwatch.session.live import LiveSession
 from pdwatch.session.snapshot import Snapshot
+from pdwatch.session.triage import SEVERITY_RANK, endpoint_severity, worst_first
 
 from .messages import IngestFailed, LinesArrived, SourcesRead
 from .screens.endpoint_detail import EndpointDetailScreen
 from .screens.finding_detail import FindingDetail
 from .screens.help import HelpScreen
+from .screens.log_viewer import LogViewerScreen
 from .screens.seek import SeekScreen
 from .widgets.endpoint_pane import EndpointPane
+from .widgets.endpoints_table import EndpointsTable
 from .widgets.findings_table import FindingsTable
 from .widgets.format import clock_text
 from .widgets.header import DeploymentHeader
+from .widgets.keybar import KeyBar
 
 GROUPS = (("prefill", "Prefill"), ("decode", "Decode"), ("other", "Other"))
 
@@ -46,19 +52,22 @@ class PdwatchApp(App):
     TICK_BUDGET_S = 0.2  # a long replay jump evaluates the rules for at most this long per tick
     CSS = """
     #endpoints { height: 1fr; }
+    #endpoints.-hidden, #endpoints-table.-hidden { display: none; }
+    #endpoints-table { height: 1fr; }
     .group-title { height: 1; text-style: bold; background: $panel; padding: 0 1; }
     .group { height: auto; }
     Screen.-wide .group { layout: grid; grid-size: 2; grid-rows: auto; grid-gutter: 0 1; }
     #findings-title { height: 1; text-style: bold; background: $panel; padding: 0 1; }
     /* as tall as the findings (at most 40%): the panes get the rest */
-    #findings-box { height: auto; max-height: 40%; min-height: 5; }
+    #findings-box { height: auto; max-height: 40%; min-height: 4; }
     #status { height: 1; color: $text-muted; padding: 0 1; }
     """
-    # The footer shows what fits in 80 columns; ? lists every key.
+    # The footer (KeyBar) lists the focused panel's keys; ? lists every key.
     BINDINGS = [
         Binding("q", "quit", "quit"),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("d", "endpoint_detail", "endpoint"),
+        Binding("t", "toggle_view", "table/panes"),
         Binding("space", "pause", "pause"),
         Binding("s", "step", "step", show=False),
         Binding("plus,equals_sign", "faster", "faster", key_display="+", show=False),
@@ -84,6 +93,10 @@ class PdwatchApp(App):
         self._status = ""
         self._select_next_fired = False  # after n: put the cursor on the finding that stops the replay
         self.main = None  # the main screen, set on mount
+        self.view = "auto"  # "auto": the panes when they all fit, else the table; "table" / "panes": chosen with t
+        self._shown_view: str | None = None
+        self._role_order: list[str] = []
+        self._focused_first = False
 
     REPLAY_ONLY = {"pause", "step", "faster", "slower", "seek"}
 
@@ -101,21 +114,25 @@ class PdwatchApp(App):
     # -- layout --------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield DeploymentHeader(id="header")
-        with VerticalScroll(id="endpoints"):
+        yield EndpointsTable(id="endpoints-table")
+        with VerticalScroll(id="endpoints", can_focus=False):
             for key, title in GROUPS:
                 yield Static(title, classes="group-title", id=f"title-{key}", markup=False)
                 yield Vertical(classes="group", id=f"group-{key}")
         with Vertical(id="findings-box"):
-            yield Static("Findings (enter: details)", id="findings-title", markup=False)
+            yield Static("Findings (enter: details, x: expand a group)", id="findings-title", markup=False)
             yield FindingsTable(id="findings")
         yield Static("", id="status", markup=False)
-        yield Footer()
+        yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
         self.main = self.screen  # ticks render here even while a detail or help screen is on top
         self.main.set_class(self.size.width >= 140, "-wide")
         for key, _ in GROUPS:
             self.main.query_one(f"#title-{key}").display = False
+        self.main.query_one("#endpoints").add_class("-hidden")
+        self.main.query_one(EndpointsTable).focus()
+        self._show_keys()
         self.run_worker(self._ingest, thread=True, exclusive=True, group="ingest", exit_on_error=False)
         self.set_interval(self.refresh_s, self.tick)
         self.call_after_refresh(self.tick)
@@ -127,6 +144,26 @@ class PdwatchApp(App):
     def on_resize(self, event) -> None:
         if self.main is not None:
             self.main.set_class(event.size.width >= 140, "-wide")
+            if self.snapshot is not None:
+                self._apply_view(self.snapshot)
+
+    def on_descendant_focus(self, _event) -> None:
+        self._show_keys()
+
+    def _panel(self) -> str:
+        focused = self.focused
+        if isinstance(focused, FindingsTable):
+            return "findings"
+        if isinstance(focused, EndpointPane):
+            return "panes"
+        return "endpoints" if self._shown_view != "panes" else "panes"
+
+    def _show_keys(self) -> None:
+        if self.main is not None and self.main.is_attached:
+            try:
+                self.main.query_one(KeyBar).show(self._panel(), self.session.mode == "replay")
+            except NoMatches:
+                pass
 
     def on_unmount(self) -> None:
         self._stop.set()
@@ -200,25 +237,99 @@ class PdwatchApp(App):
         names = {row.name for row in snap.endpoints}
         for name in [n for n in self._panes if n not in names]:  # a rewind to before its first line
             self._panes.pop(name).remove()
-        for row in snap.endpoints:
+        order = worst_first([(r.name, r.role) for r in snap.endpoints], snap.findings)
+        rank = {name: i for i, name in enumerate(order)}
+        rows = sorted(snap.endpoints, key=lambda r: rank.get(r.name, len(rank)))
+        severity = endpoint_severity(snap.findings)
+        tops = role_scales(snap)
+        for row in rows:
             pane = self._panes.get(row.name)
             if pane is not None and pane.role != row.role:  # the role became known: move the pane
                 pane.remove()
                 del self._panes[row.name]
                 pane = None
+            marks = engine_marks(snap, row.name)
+            top = tops.get(row.role)
             if pane is None:
                 pane = self._panes[row.name] = EndpointPane(row)
-                group = group_of(row.role)
-                container = main.query_one(f"#group-{group}")
-                after = [p for p in container.query(EndpointPane) if p.endpoint > row.name]
-                container.mount(pane, before=after[0] if after else None)
+                pane.show(row, top, severity.get(row.name), marks)
+                main.query_one(f"#group-{group_of(row.role)}").mount(pane)
             else:
-                pane.show(row)
+                pane.show(row, top, severity.get(row.name), marks)
+        self._order_panes(rows, severity)
         for key, _ in GROUPS:
             main.query_one(f"#title-{key}").display = any(group_of(p.role) == key for p in self._panes.values())
-        main.query_one(FindingsTable).show(snap.findings)
+        main.query_one(EndpointsTable).show(rows, snap.findings)
+        main.query_one(FindingsTable).show(snap.findings, snap.groups)
+        self._apply_view(snap)
         if snap.notices:
             self.set_status(snap.notices[-1])
+
+    def _order_panes(self, rows, severity: dict[str, str]) -> None:
+        """Worst first: the role groups by their worst finding, and the panes within each group."""
+        main = self.main
+        worst: dict[str, int] = {}
+        for r in rows:
+            g = group_of(r.role)
+            worst[g] = min(worst.get(g, 9), SEVERITY_RANK.get(severity.get(r.name, ""), 3))
+        keys = sorted((k for k, _ in GROUPS), key=lambda k: (worst.get(k, 9), [g for g, _ in GROUPS].index(k)))
+        if keys != self._role_order:
+            self._role_order = keys
+            scroll = main.query_one("#endpoints")
+            for k in reversed(keys):  # each title and group to the top, the worst last
+                scroll.move_child(main.query_one(f"#group-{k}"), before=0)
+                scroll.move_child(main.query_one(f"#title-{k}"), before=0)
+        for key, _ in GROUPS:
+            container = main.query_one(f"#group-{key}")
+            wanted = [self._panes[r.name] for r in rows if r.name in self._panes and group_of(r.role) == key
+                      and self._panes[r.name].parent is container]
+            current = [c for c in container.children if isinstance(c, EndpointPane)]
+            if current != wanted and len(current) == len(wanted):
+                for i, pane in enumerate(wanted):
+                    if container.children[i] is not pane:
+                        container.move_child(pane, before=i)
+
+    def _apply_view(self, snap: Snapshot) -> None:
+        """The panes when the user chose them or when they all fit; the compact table otherwise."""
+        view = self.view if self.view != "auto" else ("panes" if self._panes_fit(snap) else "table")
+        if view == self._shown_view:
+            return
+        self._shown_view = view
+        main = self.main
+        table, scroll = main.query_one(EndpointsTable), main.query_one("#endpoints")
+        table.set_class(view != "table", "-hidden")
+        scroll.set_class(view != "panes", "-hidden")
+        focused = self.focused
+        if view == "panes" and not isinstance(focused, FindingsTable):
+            order = worst_first([(r.name, r.role) for r in snap.endpoints], snap.findings)
+            panes = [self._panes[n] for n in order if n in self._panes]
+            if panes:  # the worst endpoint's pane (after the layout: hiding the table moved the focus on)
+                self.call_after_refresh(panes[0].focus)
+        elif view == "table" and not isinstance(focused, FindingsTable):
+            table.focus()
+        self._show_keys()
+
+    def _panes_fit(self, snap: Snapshot) -> bool:
+        """Do all the panes fit in the room the endpoints have, without scrolling?"""
+        width, height = self.size
+        findings = self.main.query_one("#findings-box")
+        room = height - self.main.query_one(DeploymentHeader).outer_size.height - findings.outer_size.height \
+            - self.main.query_one(KeyBar).outer_size.height - 1
+        columns = 2 if width >= 140 else 1
+        inner = (width // columns) - 4
+        need = 0
+        for key, _ in GROUPS:
+            rows = [r for r in snap.endpoints if group_of(r.role) == key]
+            if not rows:
+                continue
+            heights = []
+            for r in rows:
+                engines = len(r.engine_rows)
+                lines = 0 if engines <= 1 else -(-engines * 24 // max(inner, 24))
+                heights.append(2 + 2 + (1 if r.history else 0) + lines)
+            heights.sort(reverse=True)
+            need += 1 + sum(heights[::columns])
+        return need <= room
 
     def set_status(self, text: str) -> None:
         self._status = text
@@ -226,9 +337,32 @@ class PdwatchApp(App):
 
     # -- actions ---------------------------------------------------------------------------------
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        finding = self.main.query_one(FindingsTable).selected()
+        table = self.main.query_one(FindingsTable)
+        if event.data_table is not table:
+            return
+        finding = table.selected()
         if finding is not None:
-            self.push_screen(FindingDetail(finding))
+            group = table.selected_group()
+            members = [table.findings[i] for i in group.members] if group is not None else None
+            self.push_screen(FindingDetail(finding, members))
+
+    def on_evidence_line_open(self, message) -> None:
+        e = message.evidence
+        if not e.source or e.line_no is None:
+            self.set_status("that line has no source:line to open")
+            return
+        self.push_screen(LogViewerScreen(e.source, e.line_no, [p for p in self.session.paths]))
+
+    def on_endpoints_table_open(self, message: EndpointsTable.Open) -> None:
+        self._open_endpoint(message.endpoint)
+
+    def action_toggle_view(self) -> None:
+        """t: the endpoints as a table (one line each) or as panes, like htop's views."""
+        current = self._shown_view or "table"
+        self.view = "panes" if current == "table" else "table"
+        if self.snapshot is not None:
+            self._apply_view(self.snapshot)
+        self.set_status(f"endpoints as {'panes' if self.view == 'panes' else 'a table'} (t to switch)")
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -266,7 +400,7 @@ class PdwatchApp(App):
         table = self.main.query_one(FindingsTable)
         table.focus()
         if self.session.mode != "replay":
-            if table.findings and table.cursor_row < len(table.findings) - 1:
+            if table.items and table.cursor_row < len(table.items) - 1:
                 table.move_cursor(row=table.cursor_row + 1)
             return
         if self.snapshot and self.snapshot.done:
@@ -295,9 +429,10 @@ class PdwatchApp(App):
 
     def _select_finding(self, start) -> None:
         table = self.main.query_one(FindingsTable)
-        rows = [i for i, f in enumerate(table.findings) if f.start == start]
-        if rows:
-            table.move_cursor(row=rows[0])
+        for r in range(len(table.items)):
+            table.move_cursor(row=r)
+            if table.selected() is not None and table.selected().start == start:
+                return
 
     def action_seek(self) -> None:
         if self._replay_only("go to a time"):
@@ -326,15 +461,20 @@ class PdwatchApp(App):
         self._open_endpoint(message.endpoint)
 
     def _chosen_endpoint(self) -> str | None:
-        """The focused pane's endpoint, else the selected finding's, else the first pane's."""
+        """The focused pane's or table row's endpoint, else the selected (or top) finding's, else the worst endpoint."""
         focused = self.focused
         if isinstance(focused, EndpointPane):
             return focused.endpoint
-        finding = self.main.query_one(FindingsTable).selected()
-        if isinstance(focused, FindingsTable) and finding is not None and finding.endpoint in self._panes:
+        if isinstance(focused, EndpointsTable) and focused.selected() is not None:
+            return focused.selected()
+        table = self.main.query_one(FindingsTable)
+        finding = table.selected()
+        if finding is None and table.findings:
+            finding = table.findings[0]
+        if finding is not None and finding.endpoint in self._panes:
             return finding.endpoint
-        panes = list(self.main.query(EndpointPane))
-        return panes[0].endpoint if panes else None
+        names = self.main.query_one(EndpointsTable).names
+        return names[0] if names else None
 
     def _open_endpoint(self, name: str) -> None:
         detail = self.session.endpoint_detail(name)
@@ -358,3 +498,25 @@ class PdwatchApp(App):
 
 def _speed(value: float) -> str:
     return "max" if value == float("inf") else f"{value:g}x"
+
+
+def role_scales(snap: Snapshot) -> dict[str, float]:
+    """One sparkline scale per role: the largest counted tokens/s any endpoint of it drew."""
+    tops: dict[str, float] = {}
+    for row in snap.endpoints:
+        if row.history:
+            tops[row.role] = max(tops.get(row.role, 0.0), max(row.history))
+    return tops
+
+
+def engine_marks(snap: Snapshot, endpoint: str) -> dict[int, str]:
+    """The engines the findings firing on ``endpoint`` name, with the worst severity naming each."""
+    marks: dict[int, str] = {}
+    for f in snap.findings:
+        if f.endpoint != endpoint or not f.engines:
+            continue
+        for e in f.engines:
+            held = marks.get(e)
+            if held is None or SEVERITY_RANK.get(f.severity, 9) < SEVERITY_RANK.get(held, 9):
+                marks[e] = f.severity
+    return marks

@@ -1,16 +1,21 @@
-"""The findings table: severity, rule, endpoint, since, summary (cells are Text, never markup)."""
+"""The findings table: one row per group of identical findings across endpoints
+("prefill_bound on prefill_w0–w3 (4)"), which ``x`` expands into a row per endpoint.
+Cells are Text, never markup; ``findings`` keeps every finding firing, most severe first."""
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 from pdwatch.session.snapshot import FindingRow
+from pdwatch.session.triage import FindingGroup, group_findings
 
 from .format import severity, time_text
 
 
 class FindingsTable(DataTable):
+    BINDINGS = [Binding("x", "toggle_group", "expand", show=False)]
     DEFAULT_CSS = """
     FindingsTable { height: auto; max-height: 100%; min-height: 4; overflow-x: hidden; }  /* enter shows it all */
     """
@@ -18,29 +23,83 @@ class FindingsTable(DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.findings: list[FindingRow] = []
+        self.groups: list[FindingGroup] = []
+        self.items: list[tuple[int, int | None]] = []  # (group index, member index or None for the group row)
+        self.expanded: set[tuple[str, str]] = set()
+        self._shown: tuple | None = None
 
     def on_mount(self) -> None:
         self.add_columns("severity", "rule", "endpoint", "since", "summary")
 
-    def show(self, findings: tuple[FindingRow, ...]) -> None:
-        if [f.key for f in findings] == [f.key for f in self.findings] and \
-                [f.summary for f in findings] == [f.summary for f in self.findings]:
+    def show(self, findings: tuple[FindingRow, ...], groups: tuple[FindingGroup, ...] | None = None) -> None:
+        groups = tuple(groups) if groups is not None else group_findings(findings)
+        state = (tuple((f.key, f.summary) for f in findings), tuple(sorted(self.expanded)))
+        if state == self._shown:
             return
+        self._shown = state
         selected = self.selected()
-        self.findings = list(findings)
+        selected_row = self.items[self.cursor_row] if self.items and 0 <= self.cursor_row < len(self.items) else None
+        self.findings, self.groups = list(findings), list(groups)
         self.clear()
-        for f in findings:
-            endpoint = f.endpoint or "(deployment)"
-            if f.engines and len(f.engines) < 8:
-                endpoint += " e" + ",".join(map(str, f.engines))
-            self.add_row(severity(f.severity), Text(f.rule), Text(endpoint), Text(time_text(f.start)),
-                         Text(f.summary, overflow="ellipsis", no_wrap=True))
-        if selected is not None:
-            for i, f in enumerate(self.findings):
-                if f.key == selected.key:
-                    self.move_cursor(row=i)
+        self.items = []
+        for gi, g in enumerate(self.groups):
+            first = self.findings[g.members[0]]
+            if len(g.members) == 1:
+                self.items.append((gi, g.members[0]))
+                endpoint = first.endpoint or "(deployment)"
+                if first.engines and len(first.engines) < 8:
+                    endpoint += " e" + ",".join(map(str, first.engines))
+                self.add_row(severity(first.severity), Text(first.rule), Text(endpoint), Text(time_text(first.start)),
+                             Text(first.summary, overflow="ellipsis", no_wrap=True))
+                continue
+            open_ = (g.rule, g.severity) in self.expanded
+            self.items.append((gi, None))
+            label = Text(("▾ " if open_ else "▸ ") + f"{g.label} ({len(set(g.endpoints))})")
+            summary = Text(first.summary, overflow="ellipsis", no_wrap=True)
+            summary.append(f" (+{len(g.members) - 1} alike)", style="dim")
+            self.add_row(severity(first.severity), Text(first.rule), label, Text(time_text(first.start)), summary)
+            if open_:
+                for i in g.members:
+                    f = self.findings[i]
+                    self.items.append((gi, i))
+                    endpoint = "  └ " + (f.endpoint or "(deployment)")
+                    self.add_row(Text(""), Text(""), Text(endpoint), Text(time_text(f.start)),
+                                 Text(f.summary, overflow="ellipsis", no_wrap=True))
+        target = None
+        if selected_row is not None and selected is not None:
+            for r, (gi, mi) in enumerate(self.items):
+                f = self.findings[mi] if mi is not None else self.findings[self.groups[gi].members[0]]
+                if f.key == selected.key and (mi is None) == (selected_row[1] is None):
+                    target = r
+                    break
+        if target is not None:
+            self.move_cursor(row=target)
 
     def selected(self) -> FindingRow | None:
-        if not self.findings or self.cursor_row is None or not 0 <= self.cursor_row < len(self.findings):
+        """The finding of the cursor's row (a group row: its first member)."""
+        if not self.items or self.cursor_row is None or not 0 <= self.cursor_row < len(self.items):
             return None
-        return self.findings[self.cursor_row]
+        gi, mi = self.items[self.cursor_row]
+        return self.findings[mi if mi is not None else self.groups[gi].members[0]]
+
+    def selected_group(self) -> FindingGroup | None:
+        if not self.items or self.cursor_row is None or not 0 <= self.cursor_row < len(self.items):
+            return None
+        gi, mi = self.items[self.cursor_row]
+        return self.groups[gi] if mi is None else None
+
+    def action_toggle_group(self) -> None:
+        """x: expand a group into a row per endpoint, or fold it back."""
+        if not self.items or not 0 <= self.cursor_row < len(self.items):
+            return
+        gi, _ = self.items[self.cursor_row]
+        g = self.groups[gi]
+        if len(g.members) < 2:
+            return
+        key = (g.rule, g.severity)
+        self.expanded.symmetric_difference_update({key})
+        self.show(tuple(self.findings), tuple(self.groups))
+        for r, (gj, mi) in enumerate(self.items):
+            if gj == gi and mi is None:
+                self.move_cursor(row=r)
+                break

@@ -69,6 +69,23 @@ def kv_bar(pct: float | None, width: int = 12) -> Text:
     return out
 
 
+def kv_style(pct: float | None) -> str:
+    return "dim" if pct is None else "bold red" if pct >= KV_CRIT else "yellow" if pct >= KV_WARN else "green"
+
+
+def kv_text(pct: float | None) -> Text:
+    """A KV % coloured like the bar: green, yellow at 80%, red at 95%."""
+    return Text("?" if pct is None else f"{pct:.1f}%", style=kv_style(pct))
+
+
+SEVERITY_SHORT = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
+SEVERITY_FG = {"critical": "bold red", "warning": "bold yellow", "info": "bold blue"}
+
+
+def severity_short(sev: str) -> Text:
+    return Text(SEVERITY_SHORT.get(sev, sev[:4].upper()), style=SEVERITY_FG.get(sev, "bold"))
+
+
 def rate(value: float | None) -> str:
     return fmt_rate(value)
 
@@ -77,4 +94,5 @@ def count(value: float | None) -> str:
     return "?" if value is None else f"{value:,.0f}"
 
 
-__all__ = ["clock_text", "time_text", "log_text", "severity", "kv_bar", "rate", "count", "fmt_age", "ROLE_STYLE"]
+__all__ = ["clock_text", "time_text", "log_text", "severity", "kv_bar", "rate", "count", "fmt_age", "ROLE_STYLE",
+           "kv_text", "kv_style", "severity_short", "SEVERITY_SHORT", "SEVERITY_FG"]

@@ -1,15 +1,25 @@
-"""The top line: endpoints by role, total tokens/s, TPS/GPU, findings by severity, the clock."""
+"""The top of the dashboard: TPS/GPU first, then the verdict, then the findings and the clock.
+
+Line 1: the headline (TPS/GPU on N GPUs), total tokens/s, the endpoints by role.
+Line 2 (and 3 when it needs them): the verdict, in its severity's colour.
+Last line: the clock and the replay state, then the findings by severity (the clock first,
+so a narrow terminal cuts the counts, never the time).
+"""
 
 from __future__ import annotations
 
+import io
 import math
 
+from rich.console import Console
 from rich.text import Text
 from textual.widgets import Static
 
 from pdwatch.session.snapshot import Snapshot
 
 from .format import ROLE_STYLE, SEVERITY_STYLE, clock_text, rate
+
+VERDICT_STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "bold blue"}
 
 
 class DeploymentHeader(Static):
@@ -18,51 +28,90 @@ class DeploymentHeader(Static):
     """
 
     _shown: Text | None = None
+    _snap: Snapshot | None = None
 
     def show(self, snap: Snapshot) -> None:
-        text = render_header(snap)
-        if text != self._shown:  # only when the text changed; a layout only when its length did
-            same_shape = self._shown is not None and len(text.plain) == len(self._shown.plain)
+        self._snap = snap
+        text = render_header(snap, max(self.size.width - 2, 20) if self.size.width else 78)
+        if text != self._shown:  # only when the text changed; a layout only when its line count did
+            same_shape = self._shown is not None and self._shown.plain.count("\n") == text.plain.count("\n")
             self._shown = text
             self.update(text, layout=not same_shape)
 
+    def on_resize(self, _event) -> None:
+        if self._snap is not None:
+            self._shown = None
+            self.show(self._snap)
 
-def render_header(snap: Snapshot) -> Text:
-    line = Text("pdwatch ", style="bold")
+
+def _fit(line: Text, width: int) -> Text:
+    line.no_wrap = True
+    line.overflow = "ellipsis"
+    if len(line.plain) > width:
+        line.truncate(width, overflow="ellipsis")
+    return line
+
+
+def render_header(snap: Snapshot, width: int = 78) -> Text:
+    h = snap.headline
+    first = Text("TPS/GPU ", style="bold")
+    first.append(rate(h.tps_per_gpu), style="bold reverse" if h.tps_per_gpu is not None else "bold")
+    if h.gpus:
+        first.append(f" on {h.gpus} GPU{'' if h.gpus == 1 else 's'}")
+    first.append(" │ total ")
+    first.append(f"{rate(h.total_tps)} tok/s", style="bold")
+    if width >= 100:
+        first.append(f" (prompt {rate(h.prompt_tps)}, gen {rate(h.gen_tps)})")
+    first.append(" │ ")
     roles = snap.roles()
     if roles:
-        line.append_text(Text("  ").join(Text(f"{n} {role}", style=ROLE_STYLE.get(role, "bold"))
+        first.append_text(Text(" ").join(Text(f"{n} {role}", style=ROLE_STYLE.get(role, "bold"))
                                          for role, n in roles.items()))
     else:
-        line.append("no endpoints yet", style="dim")
-    h = snap.headline
-    line.append("  │ total ")
-    line.append(f"{rate(h.total_tps)} tok/s", style="bold")
-    line.append(f" (prompt {rate(h.prompt_tps)}, gen {rate(h.gen_tps)})")
-    line.append("  │ TPS/GPU ")
-    line.append(rate(h.tps_per_gpu), style="bold")
-    if h.gpus:
-        line.append(f" on {h.gpus} GPU{'' if h.gpus == 1 else 's'}")
-    second = Text("findings: ")
+        first.append("no endpoints yet", style="dim")
+
+    verdict = Text()
+    v = snap.verdict
+    if v is None:
+        verdict.append("reading the logs…" if snap.loading else "no verdict yet", style="dim")
+    else:
+        style = VERDICT_STYLE.get(v.severity or "", "bold green")
+        verdict.append("● ", style=style)
+        verdict.append(v.title, style=style)
+        if v.detail:
+            verdict.append(" — ")
+            verdict.append(v.detail)
+    verdict_lines = list(verdict.wrap(_CONSOLE, width)) if len(verdict.plain) > width else [verdict]
+    if len(verdict_lines) > 2:  # two lines at most: the second ends with "…" where it is cut
+        cut = len(verdict_lines[0].plain)
+        rest = verdict[cut:]
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip()):]
+        verdict_lines = [verdict_lines[0], _fit(rest, width)]
+    last = Text(clock_text(snap.clock) if width >= 60 else clock_text(snap.clock)[11:], style="bold")
+    if snap.mode == "replay":
+        if snap.loading:
+            last.append("  replay: reading the logs…", style="yellow")
+        elif snap.seeking_to is not None:
+            last.append(f"  going to {clock_text(snap.seeking_to)[11:]}…", style="yellow")
+        else:
+            speed = "max" if snap.speed is not None and math.isinf(snap.speed) else f"{snap.speed:g}x"
+            state = "ended" if snap.done else "paused" if snap.paused else "playing"
+            last.append(f"  replay {speed} {state}", style="yellow" if snap.paused else "")
+    else:
+        last.append("  live", style="green")
+    last.append("  │ ")
     counts = snap.severity_counts()
     if counts:
         for sev in ("critical", "warning", "info"):
             if counts.get(sev):
-                second.append(f" {counts[sev]} {sev} ", style=SEVERITY_STYLE.get(sev, "bold"))
-                second.append(" ")
+                last.append(f" {counts[sev]} {sev} ", style=SEVERITY_STYLE.get(sev, "bold"))
+                last.append(" ")
+        groups = len(snap.groups)
+        if groups and groups < len(snap.findings):
+            last.append(f"in {groups} group{'s' if groups != 1 else ''}", style="dim")
     else:
-        second.append("none firing", style="green")
-    second.append("  │ ")
-    second.append(clock_text(snap.clock), style="bold")
-    if snap.mode == "replay":
-        if snap.loading:
-            second.append("  replay: reading the logs…", style="yellow")
-        elif snap.seeking_to is not None:
-            second.append(f"  replay: going to {clock_text(snap.seeking_to)[11:]}…", style="yellow")
-        else:
-            speed = "max" if snap.speed is not None and math.isinf(snap.speed) else f"{snap.speed:g}x"
-            state = "ended" if snap.done else "paused" if snap.paused else "playing"
-            second.append(f"  replay {speed} {state}", style="yellow" if snap.paused else "")
-    else:
-        second.append("  live", style="green")
-    return Text("\n").join([line, second])
+        last.append("no finding firing", style="green")
+    return Text("\n").join([_fit(first, width), *verdict_lines, _fit(last, width)])
+
+
+_CONSOLE = Console(file=io.StringIO(), width=400)  # only for Text.wrap: it reads the tab size
