@@ -5,7 +5,7 @@ SUMMARIES = {
     "report": "diagnose finished logs: bottlenecks with evidence and fixes (md, html, json)",
     "rules": "list the active rules (built-in and --rules FILE)",
     "simulate": "write the logs of a simulated prefill/decode vLLM deployment",
-    "demo": "simulate a PD deployment in real time and watch its log events arrive",
+    "demo": "simulate a PD deployment (no cluster needed) and watch it live on the dashboard",
     "capacity": "KV block size, KV per request and max concurrency from config.json (vs vLLM's log)",
     "watch": "follow live logs: dashboard, or one line per finding as it fires and clears",
     "replay": "play finished logs on their own clock: dashboard, or findings as they fire",

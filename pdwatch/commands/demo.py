@@ -1,4 +1,4 @@
-"""``pdwatch demo``: simulate a deployment in real time into a temporary folder and watch it live.
+"""``pdwatch demo``: a simulation. A deployment simulated in real time into a temporary folder, watched live.
 
 On a terminal the live dashboard opens on the folder (``pdwatch watch``); with ``--events``,
 or when stdout is not a terminal, the events are printed as they arrive, in the table
@@ -30,10 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "demo",
         help=SUMMARIES["demo"],
-        description="Simulate a prefill/decode vLLM deployment in real time, writing its logs into a new temporary "
-                    "folder, and show the events found in them as they arrive (like `pdwatch parse --follow "
-                    "--format table`). Nothing to install or run besides pdwatch; Ctrl-C to stop. The folder is "
-                    "kept, so `pdwatch parse` can replay it afterwards.",
+        description="A simulation, no cluster or GPU needed: pdwatch simulates a prefill/decode vLLM deployment in "
+                    "real time, writes the logs its endpoints would write into a new temporary folder, and opens "
+                    "the live dashboard on that folder (as `pdwatch watch` would; q or Ctrl-C stops it). The "
+                    "folder is kept: afterwards `pdwatch replay DIR` plays the run back and `pdwatch report DIR` "
+                    "writes its diagnosis. With --events, or when stdout is not a terminal, the events are printed "
+                    "as they arrive instead (like `pdwatch parse --follow --format table`).",
     )
     add_deployment_arguments(parser, topology="4xDEP2-1xDEP8", cc=3072, duration="5m", style="dynamo", noise="quiet",
                              interval=2.0)
@@ -46,9 +48,9 @@ def run(args: argparse.Namespace) -> int:
     cfg, opts = build_config(args)
     folder = tempfile.mkdtemp(prefix="pdwatch-demo-")
     err = sys.stderr
-    print(f"pdwatch demo: {cfg.topology} at cc {cfg.cc}, ISL/OSL {cfg.isl}/{cfg.osl}, {cfg.duration:g} s of load, "
-          f"stats every {opts.interval:g} s", file=err)
-    print(f"pdwatch demo: writing logs in real time into {folder} (Ctrl-C to stop; the folder is kept)",
+    print(f"pdwatch demo: a SIMULATION (no cluster): {cfg.topology} at cc {cfg.cc}, ISL/OSL {cfg.isl}/{cfg.osl}, "
+          f"{cfg.duration:g} s of load, stats every {opts.interval:g} s", file=err)
+    print(f"pdwatch demo: writing the simulated logs in real time into {folder} (Ctrl-C to stop; the folder is kept)",
           file=err, flush=True)
 
     if not args.events and sys.stdout.isatty():
@@ -92,9 +94,13 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(exc, ValueError):
             raise UsageError(str(exc))
         raise exc
-    print(f"pdwatch demo: stopped; the logs are in {folder} (replay: pdwatch parse {folder} --format table)",
-          file=err, flush=True)
+    print(f"pdwatch demo: stopped; {_afterwards(folder)}", file=err, flush=True)
     return status
+
+
+def _afterwards(folder: str) -> str:
+    return (f"the simulated logs are in {folder} (pdwatch replay {folder} plays the run back, "
+            f"pdwatch report {folder} writes its diagnosis)")
 
 
 def _dashboard(cfg, opts, folder: str) -> int:
@@ -109,13 +115,13 @@ def _dashboard(cfg, opts, folder: str) -> int:
     writer.start()
     session = LiveSession([folder], mode="watch")
     try:
-        PdwatchApp(session, export_path=default_export_path([folder])).run()
+        PdwatchApp(session, export_path=default_export_path([folder]),
+                   banner=f"SIMULATION (pdwatch demo): no cluster; the logs are written into {folder}").run()
     finally:
         stop.set()
         session.close()
         writer.join(timeout=10)
-    print(f"pdwatch demo: stopped; the logs are in {folder} (replay: pdwatch replay {folder})",
-          file=sys.stderr, flush=True)
+    print(f"pdwatch demo: stopped; {_afterwards(folder)}", file=sys.stderr, flush=True)
     return 0
 
 

@@ -95,7 +95,7 @@ class SnapshotBuilder:
         history: tuple[float, ...] = ()
         if not stats.empty:
             engines = latest_engine_rows(stats, interval)
-            history = counted_history(stats, ep.role, interval)
+            history = counted_history(stats, ep.role, interval, complete_only=True)
         kv = [e.kv_usage_pct for e in engines if e.kv_usage_pct is not None]
         return EndpointRow(
             name=ep.name, role=ep.role, engines=tuple(sorted(ep.engines)), gpus=ep.gpus,
@@ -177,10 +177,11 @@ def latest_engine_rows(stats: pd.DataFrame, interval: float) -> list[EngineRow]:
             for engine, i in zip(ids.tolist(), rows.tolist())]
 
 
-def counted_history(stats: pd.DataFrame, role: str, interval: float) -> tuple[float, ...]:
+def counted_history(stats: pd.DataFrame, role: str, interval: float, complete_only: bool = False) -> tuple[float, ...]:
     """Counted tokens/s per stats interval, engines summed (each engine's last value in the
     interval), the last HISTORY_POINTS intervals. In numpy: it runs for every endpoint that
-    got a line, on every tick."""
+    got a line, on every tick. ``complete_only`` (the dashboard's sparkline): the newest interval
+    only once as many engines reported in it as in the one before."""
     fields = list(COUNTED.get(role, ("prompt_tps", "gen_tps")))
     recent = stats.iloc[-(HISTORY_POINTS * 16):]
     step = max(round(interval), 1) * 1_000_000_000
@@ -204,7 +205,7 @@ def counted_history(stats: pd.DataFrame, role: str, interval: float) -> tuple[fl
         # few ms apart; the newest bucket with half of them would dip, then recover).
         reported = np.zeros(len(every_bucket), dtype=np.int64)
         np.add.at(reported, np.searchsorted(every_bucket, b[last]), 1)
-        if len(reported) > 1 and reported[-1] < reported[-2]:
+        if complete_only and len(reported) > 1 and reported[-1] < reported[-2]:
             totals = totals[:-1]
     return tuple(float(v) for v in totals[-HISTORY_POINTS:])
 

@@ -60,7 +60,8 @@ def test_finding_appears_when_clock_passes_its_start_then_enter_shows_evidence(s
             await pilot.pause(0.3)
             assert table.row_count == 0  # before its start: nothing in the panel
             session.paused = False
-            assert await wait_for(pilot, lambda: table.row_count == 4)
+            # the four identical findings (one per prefill endpoint) are one group row (issue 17)
+            assert await wait_for(pilot, lambda: len(table.findings) == 4 and table.row_count == 1)
             assert app.snapshot.clock.isoformat() >= "2026-05-29T14:01:31.250470"
             assert {f.rule for f in table.findings} == {"prefill_bound"}
             table.focus()
@@ -118,7 +119,7 @@ def test_hostile_text_renders_literally_and_does_not_quit(tmp_path):
         session = LiveSession([str(folder)], mode="replay", speed=math.inf)
         app = PdwatchApp(session, refresh=0.1)
         async with app.run_test(size=(160, 48)) as pilot:
-            assert await wait_for(pilot, lambda: app.query_one(FindingsTable).row_count >= 4
+            assert await wait_for(pilot, lambda: len(app.query_one(FindingsTable).findings) >= 4
                                    and len(app.panes) == 6 and all(p.is_mounted for p in app.panes.values()))
             panes = app.panes
             name = "[bold]x [@click=app.quit]q prefill"
@@ -130,8 +131,10 @@ def test_hostile_text_renders_literally_and_does_not_quit(tmp_path):
             await pilot.pause(0.2)
             assert app.is_running
             table = app.query_one(FindingsTable)
-            row = next(i for i, f in enumerate(table.findings) if f.endpoint == name)
             table.focus()
+            await pilot.press("x")  # expand the group of four into a row per endpoint (issue 17)
+            assert await wait_for(pilot, lambda: table.row_count == 5)
+            row = next(r for r, (_, i) in enumerate(table.items) if i is not None and table.findings[i].endpoint == name)
             table.move_cursor(row=row)
             await pilot.press("enter")
             assert await wait_for(pilot, lambda: isinstance(app.screen, FindingDetail))

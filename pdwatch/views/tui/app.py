@@ -67,7 +67,7 @@ class PdwatchApp(App):
         Binding("q", "quit", "quit"),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("d", "endpoint_detail", "endpoint"),
-        Binding("t", "toggle_view", "table/panes"),
+        Binding("t", "toggle_view", "table/panes", show=False),
         Binding("space", "pause", "pause"),
         Binding("s", "step", "step", show=False),
         Binding("plus,equals_sign", "faster", "faster", key_display="+", show=False),
@@ -78,8 +78,10 @@ class PdwatchApp(App):
         Binding("e", "export", "export", show=False),
     ]
 
-    def __init__(self, session: LiveSession, refresh: float = 0.5, export_path: str = "pdwatch-live-report.md") -> None:
+    def __init__(self, session: LiveSession, refresh: float = 0.5, export_path: str = "pdwatch-live-report.md",
+                 banner: str | None = None) -> None:
         super().__init__()
+        self.banner = banner  # said in the header and the status line (pdwatch demo: a simulation, where its logs are)
         self.session = session
         session.tick_budget_s = self.TICK_BUDGET_S
         self.refresh_s = refresh
@@ -133,6 +135,9 @@ class PdwatchApp(App):
         self.main.query_one("#endpoints").add_class("-hidden")
         self.main.query_one(EndpointsTable).focus()
         self._show_keys()
+        if self.banner:
+            self.main.query_one(DeploymentHeader).tag = "SIMULATION"
+            self.set_status(self.banner)
         self.run_worker(self._ingest, thread=True, exclusive=True, group="ingest", exit_on_error=False)
         self.set_interval(self.refresh_s, self.tick)
         self.call_after_refresh(self.tick)
@@ -304,10 +309,14 @@ class PdwatchApp(App):
             order = worst_first([(r.name, r.role) for r in snap.endpoints], snap.findings)
             panes = [self._panes[n] for n in order if n in self._panes]
             if panes:  # the worst endpoint's pane (after the layout: hiding the table moved the focus on)
-                self.call_after_refresh(panes[0].focus)
+                self.call_after_refresh(self._focus_pane, panes[0])
         elif view == "table" and not isinstance(focused, FindingsTable):
             table.focus()
         self._show_keys()
+
+    def _focus_pane(self, pane: EndpointPane) -> None:
+        if self._shown_view == "panes" and pane.is_attached and not isinstance(self.focused, FindingsTable):
+            pane.focus()
 
     def _panes_fit(self, snap: Snapshot) -> bool:
         """Do all the panes fit in the room the endpoints have, without scrolling?"""

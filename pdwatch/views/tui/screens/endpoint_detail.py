@@ -38,7 +38,7 @@ class EndpointDetailScreen(Screen):
     EndpointDetailScreen VerticalScroll { padding: 0 1; }
     EndpointDetailScreen .heading { text-style: bold; margin-top: 1; background: $panel; }
     EndpointDetailScreen .chart-label { height: 1; }
-    EndpointDetailScreen SeriesChart { height: 2; }
+    EndpointDetailScreen SeriesChart { height: 3; }
     EndpointDetailScreen #endpoint-lines { color: $text-muted; }
     """
 
@@ -89,7 +89,7 @@ class EndpointDetailScreen(Screen):
         for key, label, fmt, _ceiling, _colour in CHARTS:
             values = getattr(series, key)
             self.query_one(f"#label-{key}", Static).update(chart_label(label, values, fmt))
-            self.query_one(f"#chart-{key}", SeriesChart).show(values)
+            self.query_one(f"#chart-{key}", SeriesChart).show(values, series.times)
         self.query_one("#endpoint-startup", Static).update(startup_text(detail.startup))
         self.query_one("#endpoint-args", Static).update(args_text(detail.startup))
         self.query_one("#endpoint-lines-title", Static).update(
@@ -129,6 +129,7 @@ def chart_label(label: str, values: tuple[float, ...], fmt) -> Text:
         return out
     out.append(f"now {fmt(values[-1])}")
     out.append(f"  min {fmt(min(values))}  max {fmt(max(values))}", style="dim")
+    out.append("  (scale from 0)", style="dim")
     return out
 
 

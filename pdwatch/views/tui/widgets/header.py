@@ -29,10 +29,12 @@ class DeploymentHeader(Static):
 
     _shown: Text | None = None
     _snap: Snapshot | None = None
+    tag: str | None = None  # "SIMULATION" for pdwatch demo
+
 
     def show(self, snap: Snapshot) -> None:
         self._snap = snap
-        text = render_header(snap, max(self.size.width - 2, 20) if self.size.width else 78)
+        text = render_header(snap, max(self.size.width - 2, 20) if self.size.width else 78, self.tag)
         if text != self._shown:  # only when the text changed; a layout only when its line count did
             same_shape = self._shown is not None and self._shown.plain.count("\n") == text.plain.count("\n")
             self._shown = text
@@ -52,7 +54,7 @@ def _fit(line: Text, width: int) -> Text:
     return line
 
 
-def render_header(snap: Snapshot, width: int = 78) -> Text:
+def render_header(snap: Snapshot, width: int = 78, tag: str | None = None) -> Text:
     h = snap.headline
     first = Text("TPS/GPU ", style="bold")
     first.append(rate(h.tps_per_gpu), style="bold reverse" if h.tps_per_gpu is not None else "bold")
@@ -87,7 +89,11 @@ def render_header(snap: Snapshot, width: int = 78) -> Text:
         rest = verdict[cut:]
         rest = rest[len(rest.plain) - len(rest.plain.lstrip()):]
         verdict_lines = [verdict_lines[0], _fit(rest, width)]
-    last = Text(clock_text(snap.clock) if width >= 60 else clock_text(snap.clock)[11:], style="bold")
+    last = Text(no_wrap=True)
+    if tag:
+        last.append(f" {tag} ", style="bold black on yellow")
+        last.append(" ")
+    last.append(clock_text(snap.clock) if width >= 60 and not tag else clock_text(snap.clock)[11:], style="bold")
     if snap.mode == "replay":
         if snap.loading:
             last.append("  replay: reading the logs…", style="yellow")
