@@ -107,7 +107,7 @@ def endpoint_label(names: Iterable[str | None]) -> str:
                 spans.append((lo, a))
                 if b is not None:
                     lo = b
-        tail = value.rsplit("_", 1)[-1] if "_" in value else value  # "prefill_w" -> "w"
+        tail = re.search(r"[A-Za-z]*$", value).group() or value  # "prefill_w" -> "w"
         texts = []
         for j, (a, b) in enumerate(spans):
             head = value if j == 0 else tail

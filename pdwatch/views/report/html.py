@@ -360,8 +360,8 @@ def _endpoints(endpoints: list[dict[str, Any]], deployment: dict[str, Any], find
         role = (roles.get(ep.get("name")) or {}).get("role", "?")
         rows.append(f'<tr><td>{_esc(ep.get("name"))}</td><td>{_esc(role)}</td>{cells}'
                     f'<td class="n">{_num(ep.get("stats_lines"))}</td><td class="nowrap">{_time(ep.get("last_seen"))}</td></tr>')
-    out.append('<div class="scroll"><table class="summary-table"><caption class="muted">worst first: endpoints with a '
-               'critical finding, then warning, then the rest</caption><thead><tr><th>endpoint</th><th>role</th>'
+    out.append('<p class="muted small">Worst first: endpoints with a critical finding, then warning, then the rest.</p>')
+    out.append('<div class="scroll"><table class="summary-table"><thead><tr><th>endpoint</th><th>role</th>'
                '<th class="n">prompt tok/s</th><th class="n">gen tok/s</th><th class="n">running</th>'
                '<th class="n">waiting</th><th class="n">KV usage %</th><th class="n">stats lines</th>'
                f'<th>last line</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
@@ -623,7 +623,7 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
         return y0 - (v - vmin) / (vmax - vmin) * (y0 - y1)
 
     pid = f"c{n}"
-    svg = [f'<svg class="chart{" small" if small else ""}" viewBox="0 0 {_W} {height}" role="img" '
+    svg = [f'<svg class="{"mchart" if small else "chart"}" viewBox="0 0 {_W} {height}" role="img" '
            'preserveAspectRatio="xMidYMid meet">',
            "<defs>",
            f'<pattern id="{pid}-critical" width="5" height="5" patternUnits="userSpaceOnUse" '
@@ -904,7 +904,7 @@ td.hot{font-weight:700;color:var(--crit)}
 .chartbox figcaption{font-size:13px;display:flex;flex-wrap:wrap;gap:2px 10px;align-items:baseline}
 .keys{color:var(--muted);font-size:12px}
 .lkey{display:inline-block;width:18px;height:0;border-top:2px solid;vertical-align:3px;margin:0 3px 0 6px}
-svg.chart{width:100%;height:auto;display:block;font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
+svg.chart,svg.mchart{width:100%;height:auto;display:block;font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
 svg .plot{fill:var(--bg);stroke:var(--line)}
 svg .grid{stroke:var(--grid);stroke-width:1}
 svg .axis{stroke:var(--axis);stroke-width:1}
@@ -950,7 +950,6 @@ pre strong.used{background:var(--used);color:inherit;font-weight:700;border-radi
 p.members{margin:4px 0;overflow-wrap:anywhere}
 p.members .when{color:var(--muted);font-size:12.5px;white-space:nowrap}
 p.members .member{white-space:nowrap}
-caption{caption-side:top;text-align:left;font-size:12.5px;padding:0 0 4px}
 .ep-multiples{border-top:1px solid var(--line);padding-top:2px;break-inside:avoid}
 .ep-multiples h3{display:flex;flex-wrap:wrap;align-items:baseline;gap:4px 10px}
 .multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(220px,1fr));gap:6px 12px}
