@@ -9,19 +9,19 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-KEYS = [
-    ("tab / shift+tab", "next / previous panel: endpoints, findings (the footer lists its keys)"),
-    ("enter", "open: the endpoint's detail, the finding (why, evidence, fix), the log"),
-    ("d", "endpoint detail (of the focused row, or of the selected finding)"),
+KEYS = [  # the key in 13 columns, its meaning in 60: a line fits the 76 columns of an 80x24 box
+    ("tab/shift+tab", "next / previous panel (the footer lists its keys)"),
+    ("enter", "open: endpoint detail, finding (why, evidence, fix), log"),
+    ("d", "endpoint detail (focused row, else the selected finding's)"),
     ("t", "endpoints as a table (one line each) or as panes"),
-    ("x", "findings: expand a group (prefill_w0–w3) into one row per endpoint"),
-    ("n / p", "next / previous finding (replay: play on to it / rewind to it)"),
+    ("x", "findings: expand a group into one row per endpoint"),
+    ("n / p", "next / previous finding (replay: play on / rewind to it)"),
     ("space", "replay: pause / resume"),
     ("s", "replay: step one refresh forward (pauses)"),
     ("+ / -", "replay: faster / slower (x2, /2)"),
     ("g", "replay: go to a time (14:01[:30], +5m, -2m, ISO 8601)"),
-    ("e", "export the Markdown report of what has been seen so far"),
-    ("/  n  N  [  ]", "in a log: search, next / previous match, earlier / later lines"),
+    ("e", "export the Markdown report of what was seen so far"),
+    ("/ n N [ ]", "in a log: search, next / previous match, earlier / later"),
     ("?", "this help"),
     ("q", "quit (on a screen over the dashboard: close it)"),
 ]
@@ -31,10 +31,10 @@ def help_text() -> Text:
     text = Text("pdwatch keys", style="bold")
     text.append("   (Esc, q or ? closes this)\n", style="bold yellow")
     for key, what in KEYS:
-        text.append(f"{key:>15}", style="bold")
+        text.append(f"{key:>13}", style="bold")
         text.append(f"  {what}\n")
-    text.append("Worst first: endpoints with a critical finding, then warning. ● marks a finding's\n"
-                "endpoint, ! its engines; KV yellow >= 80%, red >= 95%; STALE: silent > 3 intervals.",
+    text.append("Worst first: critical, then warning. ● a finding's endpoint, ! its engines;\n"
+                "KV yellow >= 80%, red >= 95%; STALE: no line for 3 stats intervals.",
                 style="dim")
     return text
 
