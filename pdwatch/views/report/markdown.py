@@ -95,7 +95,8 @@ def _findings(findings: list[dict[str, Any]], groups: list[Any]) -> list[str]:
             lines += [f"**Why**{alike}: {_text(first['explanation'])}", ""]
         quotes = [(first, e) for e in first["evidence"]] + [(f, f["evidence"][0]) for f in members[1:] if f["evidence"]]
         if quotes:
-            lines.append("Evidence (the values the rule read are marked `^`):")
+            marked = any(e.get("highlight") for _, e in quotes)
+            lines.append("Evidence (the values the rule read are marked `^`):" if marked else "Evidence:")
             lines.append("")
             for _, e in quotes:
                 lines.append(f"- `{_cell(str(e['source']))}:{e['line_no']}`")

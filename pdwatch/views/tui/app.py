@@ -98,7 +98,7 @@ class PdwatchApp(App):
         self.view = "auto"  # "auto": the panes when they all fit, else the table; "table" / "panes": chosen with t
         self._shown_view: str | None = None
         self._role_order: list[str] = []
-        self._focused_first = False
+        self._touched = False  # a key was pressed: the focus is the user's, not kept on the worst endpoint
 
     REPLAY_ONLY = {"pause", "step", "faster", "slower", "seek"}
 
@@ -151,6 +151,9 @@ class PdwatchApp(App):
             self.main.set_class(event.size.width >= 140, "-wide")
             if self.snapshot is not None:
                 self._apply_view(self.snapshot)
+
+    def on_key(self, _event) -> None:
+        self._touched = True
 
     def on_descendant_focus(self, _event) -> None:
         self._show_keys()
@@ -267,6 +270,9 @@ class PdwatchApp(App):
         main.query_one(EndpointsTable).show(rows, snap.findings)
         main.query_one(FindingsTable).show(snap.findings, snap.groups)
         self._apply_view(snap)
+        if not self._touched and self._shown_view == "panes" and rows and rows[0].name in self._panes \
+                and not isinstance(self.focused, FindingsTable) and self.focused is not self._panes[rows[0].name]:
+            self._focus_pane(self._panes[rows[0].name])  # until a key is pressed, the worst endpoint has the focus
         if snap.notices:
             self.set_status(snap.notices[-1])
 

@@ -54,10 +54,10 @@ class EndpointPane(Vertical, can_focus=True):
     BINDINGS = [Binding("enter", "open", "detail", show=False)]
     DEFAULT_CSS = """
     EndpointPane { height: auto; border: round $primary-darken-2; padding: 0 1; margin: 0 0 0 0; }
+    EndpointPane.stale { border: round $error; }
     EndpointPane.-info { border: round $primary; }
     EndpointPane.-warning { border: round $warning; }
     EndpointPane.-critical { border: heavy $error; }
-    EndpointPane.stale { border: round $error; }
     EndpointPane:focus { border: double $accent; }
     EndpointPane.-critical:focus { border: double $error; }
     EndpointPane.-warning:focus { border: double $warning; }
