@@ -144,8 +144,10 @@ def figures(store: Any, until: Any = None, intervals: int = WINDOW_INTERVALS) ->
         cut = cut.tz_localize("UTC")
     for ep in store.endpoints():
         stats = store.stats(ep.name)
-        if cut is not None and not stats.empty:
-            stats = stats[stats["ts"] <= cut]
+        if cut is not None and not stats.empty:  # the frame is in time order: a bisection, not a scan
+            stamps = stats["ts"]
+            at = int(stamps.searchsorted(cut.as_unit(stamps.dt.unit) if hasattr(stamps, "dt") else cut, side="right"))
+            stats = stats.iloc[:at]
         engines = len(ep.engines) or (stats["engine"].nunique() if not stats.empty else 0)
         out[ep.name] = window_figures(ep.name, ep.role, max(engines, 1), stats,
                                       float(ep.facts.get("stats_interval_s") or 10.0), intervals)
@@ -156,8 +158,10 @@ def window_figures(name: str, role: str, engines: int, stats: pd.DataFrame, inte
                    intervals: int = WINDOW_INTERVALS) -> EndpointFigures:
     if stats.empty or "ts" not in stats:
         return EndpointFigures(name, role, engines, False)
-    end = stats["ts"].iloc[-1]
-    tail = stats[stats["ts"] > end - pd.Timedelta(seconds=intervals * max(interval_s, 0.1))]
+    stamps = stats["ts"]
+    end = stamps.iloc[-1]
+    since = (end - pd.Timedelta(seconds=intervals * max(interval_s, 0.1))).as_unit(stamps.dt.unit)
+    tail = stats.iloc[int(stamps.searchsorted(since, side="right")):]
     step = f"{max(round(interval_s), 1)}s"
     keyed = tail.assign(bucket=tail["ts"].dt.floor(step))
     fields = [f for f in ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct") if f in keyed]

@@ -103,7 +103,18 @@ def test_demo_runs_by_itself_and_keeps_the_folder():
     assert sum(1 for line in lines if " stats " in line) >= 4
     folder = re.search(r"logs are in (\S+)", proc.stderr).group(1)
     assert Path(folder).is_dir() and list(Path(folder).glob("*.out"))
+    # it says it is a simulation, where its logs are and what to run on them afterwards (issue 17)
+    assert "SIMULATION" in proc.stderr.splitlines()[0]
+    assert f"pdwatch replay {folder}" in proc.stderr and f"pdwatch report {folder}" in proc.stderr
     shutil.rmtree(folder)  # the demo keeps it for the user; the test cleans up after itself
+
+
+def test_demo_help_says_it_is_a_simulation_on_the_dashboard():
+    proc = pdwatch("demo", "--help", timeout=60)
+    text = " ".join(proc.stdout.split())
+    assert proc.returncode == 0
+    assert "A simulation, no cluster or GPU needed" in text and "opens the live dashboard" in text
+    assert "`pdwatch replay DIR`" in text and "`pdwatch report DIR`" in text
 
 
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery")

@@ -567,9 +567,9 @@ def _tick_label(v: float) -> str:
     return f"{v:.0f}" if float(v).is_integer() else f"{v:.3g}"
 
 
-def _time_ticks(lo: float, hi: float, tz: Any) -> list[tuple[float, str]]:
+def _time_ticks(lo: float, hi: float, tz: Any, most: int = 6) -> list[tuple[float, str]]:
     span = hi - lo
-    step = next((s for s in _TIME_STEPS if span / s <= 6), _TIME_STEPS[-1])
+    step = next((s for s in _TIME_STEPS if span / s <= most), _TIME_STEPS[-1])
     offset = datetime.fromtimestamp(lo, tz).utcoffset() or timedelta(0)
     off = offset.total_seconds()
     if span > 86400 * 2:
@@ -597,8 +597,9 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
            bands: list[dict[str, Any]], window: dict[str, Any] | None, small: bool = False) -> str:
     """One chart in a <figure> with its key; ``small``: a small multiple, the bare SVG, lower."""
     lo, hi, tz = domain
-    height = 120 if small else _H
-    x0, x1, y0, y1 = _L, _W - _R, height - _B, _T  # y0 bottom, y1 top (pixels)
+    # a small multiple: a narrower drawing, so its labels stay readable when the browser scales it down
+    width, height = (240, 120) if small else (_W, _H)
+    x0, x1, y0, y1 = (34 if small else _L), width - (8 if small else _R), height - _B, _T  # y0 bottom, y1 top
     ts = [_epoch(t) for t in data.get("ts") or []]
     lines = [(key, label, cls, _values(data, key)) for key, label, cls in spec["lines"]]
     if "fixed" in spec:
@@ -623,7 +624,7 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
         return y0 - (v - vmin) / (vmax - vmin) * (y0 - y1)
 
     pid = f"c{n}"
-    svg = [f'<svg class="{"mchart" if small else "chart"}" viewBox="0 0 {_W} {height}" role="img" '
+    svg = [f'<svg class="{"mchart" if small else "chart"}" viewBox="0 0 {width} {height}" role="img" '
            'preserveAspectRatio="xMidYMid meet">',
            "<defs>",
            f'<pattern id="{pid}-critical" width="5" height="5" patternUnits="userSpaceOnUse" '
@@ -664,7 +665,7 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
         svg.append(f'<text x="{x0 - 4}" y="{_f(y + 3.5)}" class="ylab">{_esc(_tick_label(v))}</text>')
         v += step
     # x ticks
-    for t, label in _time_ticks(lo, hi, tz):
+    for t, label in _time_ticks(lo, hi, tz, 3 if small else 6):
         x = sx(t)
         svg.append(f'<line x1="{_f(x)}" y1="{y0}" x2="{_f(x)}" y2="{y0 + 4}" class="axis"/>')
         svg.append(f'<text x="{_f(x)}" y="{y0 + 15}" class="xlab">{_esc(label)}</text>')

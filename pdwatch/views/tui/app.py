@@ -273,6 +273,9 @@ class PdwatchApp(App):
         if not self._touched and self._shown_view == "panes" and rows and rows[0].name in self._panes \
                 and not isinstance(self.focused, FindingsTable) and self.focused is not self._panes[rows[0].name]:
             self._focus_pane(self._panes[rows[0].name])  # until a key is pressed, the worst endpoint has the focus
+        elif self._shown_view == "table" and (self.focused is None or isinstance(self.focused, EndpointPane)) \
+                and self.screen is main:
+            main.query_one(EndpointsTable).focus()  # a hidden pane lost it (the table replaced the panes)
         if snap.notices:
             self.set_status(snap.notices[-1])
 

@@ -72,7 +72,8 @@ class EndpointsTable(DataTable):
         selected = self.selected()
         at_top = self.cursor_row == 0  # the worst endpoint stays under the cursor until one moves it
         self.names = [r.name for r in rows]
-        self.clear()
+        self._columns(self.narrow)  # widths fit what is shown now, not the widest value of the run so far
+        self._shown = key
         for r, cs in zip(rows, cells):
             self.add_row(*cs, key=r.name)
         if selected in self.names and not at_top:

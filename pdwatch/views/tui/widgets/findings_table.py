@@ -40,7 +40,8 @@ class FindingsTable(DataTable):
         selected = self.selected()
         selected_row = self.items[self.cursor_row] if self.items and 0 <= self.cursor_row < len(self.items) else None
         self.findings, self.groups = list(findings), list(groups)
-        self.clear()
+        self.clear(columns=True)  # column widths fit what is shown now, not the widest text of the run so far
+        self.add_columns("severity", "rule", "endpoint", "since", "summary")
         self.items = []
         for gi, g in enumerate(self.groups):
             first = self.findings[g.members[0]]
