@@ -403,6 +403,7 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
     twins = _twins([n for n in names if n in drawn], roles, links_of, endpoints)
     counter = 0
     done: set[Any] = set()
+    blank: list[Any] = []
     for name in names:
         if name in done:
             continue
@@ -419,8 +420,8 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
             continue
         head = (f'<h3>{_esc(name)} <span class="role">{_esc(info.get("role", "?"))}</span>'
                 f'{" " + links if links else ""}</h3>')
-        if name not in drawn:
-            out.append(f'<div class="ep-charts">{head}<p class="muted">No stats lines: no chart.</p></div>')
+        if name not in drawn:  # said once, after the charts
+            blank.append(name)
             continue
         data = series[name]
         bands = [f for _, f in own]
@@ -430,6 +431,8 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
             counter += 1
             charts.append(_chart(counter, spec, data, domain, bands, summary.get("window")))
         out.append(f'<div class="ep-charts">{head}<div class="charts">{"".join(charts)}</div></div>')
+    if blank:
+        out.append(f'<p class="muted">No stats lines, so no chart: {_esc(", ".join(map(str, blank)))}.</p>')
     return "\n".join(out)
 
 
@@ -850,7 +853,7 @@ nav a{text-decoration:none;font-weight:600}
 .tile{border:1px solid var(--line);border-radius:8px;padding:8px 12px}
 .tile dt{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
 .tile dd{margin:2px 0 0;font-size:20px;font-weight:600;font-variant-numeric:tabular-nums}
-.tile:last-child dd{font-size:13px}
+
 .note{border-left:4px solid var(--warn);background:var(--warn-bg);padding:6px 10px;margin:12px 0}
 table{border-collapse:collapse;width:100%;font-size:13.5px;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
@@ -957,6 +960,7 @@ p.members .member{white-space:nowrap}
 figure.sm{margin:0}
 figure.sm figcaption{font-size:12.5px}
 .small{font-size:12px}
+@media (min-width:900px){.tiles{grid-template-columns:repeat(4,minmax(0,1fr))}}
 @media (max-width:640px){table.glance thead{display:none}table.glance,table.glance tbody,table.glance tr,table.glance td{display:block;width:100%}
 table.glance tr{border-bottom:1px solid var(--line);padding:4px 0}table.glance td{border:0;padding:2px 8px}
 table.glance td.when{white-space:normal}.verdict{font-size:16px}}
