@@ -55,6 +55,9 @@ _RATES = {PROMPT_TOKENS: "prompt_tps", GENERATION_TOKENS: "gen_tps", PROMPT_TOKE
 _VLLM_WANTED = frozenset({RUNNING, WAITING, *KV_USAGE, PROMPT_TOKENS, PROMPT_TOKENS_BY_SOURCE, GENERATION_TOKENS,
                           PREEMPTIONS})
 _WANTED = _VLLM_WANTED | dynamo.WANTED
+# Every sample name pdwatch maps, vLLM's and a Dynamo frontend's: a Prometheus source asks its
+# server for exactly these series (one table for the scrape, the recorded and the server paths).
+WANTED = _WANTED
 
 
 class ExpositionError(ValueError):
@@ -133,12 +136,21 @@ def events_from_exposition(text: str, *, source: str, ts: datetime, line_no: int
 
     ``ts`` must be timezone-aware. ``header`` (e.g. the recorded banner) starts each event's ``text``.
     """
+    return events_from_samples(parse_samples(text), source=source, ts=ts, line_no=line_no, state=state,
+                               header=header)
+
+
+def events_from_samples(samples: list[tuple[str, dict[str, str], float]], *, source: str, ts: datetime,
+                        line_no: int = 0, state: CounterState | None = None, header: str = "") -> list[Event]:
+    """``events_from_exposition`` for samples already parsed: ``(sample name, labels, value)``
+    of one scrape, as ``parse_samples`` gives them or as a Prometheus server returns the
+    same series (``pdwatch.sources.prometheus``). Names outside ``WANTED`` are ignored."""
     state = state if state is not None else CounterState()
     epoch = ts.timestamp()
     per_engine: dict[int | None, dict[str, Any]] = {}
     raw: dict[int | None, list[str]] = {}
     kv: dict[int | None, dict[str, float]] = {}
-    samples = parse_samples(text)
+    samples = [s for s in samples if s[0] in _WANTED]
     frontend = dynamo.frontend_values(samples, state, source, epoch)
     for name, labels, value in samples:
         if name not in _VLLM_WANTED:
