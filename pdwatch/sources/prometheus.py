@@ -376,9 +376,9 @@ class PrometheusSource:
         try:
             data = self.client.query(expr, end)
         except PromError as exc:
-            if exc.kind == "unreachable":
+            if exc.kind in ("unreachable", "limit"):
                 raise
-            return DEFAULT_STEP_S
+            return DEFAULT_STEP_S  # a store that cannot give raw samples: a common scrape interval
         gaps: list[float] = []
         for s in data.get("result", []) if isinstance(data, dict) else []:
             stamps = [float(t) for t, _ in s.get("values", [])]
