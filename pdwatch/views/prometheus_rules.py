@@ -745,6 +745,8 @@ def _hole(part: Hole, rule: Rule, tr: Translator, scope: str) -> str:
     show = "{{ . | first | value | humanize }}"
     if root.type == BOOL:
         show = '{{ if eq (. | first | value) 1.0 }}true{{ else }}false{{ end }}'
+    if "%[" not in v.q:  # nothing of the alert's own (a peer's value): the query as it is
+        return f"{{{{ with query {_go_string(v.q)} }}}}{show}{{{{ else }}}}{fallback}{{{{ end }}}}"
     return (f"{{{{ with printf {_go_string(fmt)} {args} | query }}}}{show}"
             f"{{{{ else }}}}{fallback}{{{{ end }}}}")
 
