@@ -120,8 +120,8 @@ def source_labels(source: str) -> dict[str, str] | None:
     if not is_prom(source):
         return None
     brace = source.find("{")
-    if brace < 0 or not source.endswith("}"):
-        return None
+    if brace < 0 or not source.endswith("}") or "?" in source[:brace]:
+        return None  # (a server named with ?match={...} is no target)
     try:
         return {m.name: m.value for m in parse_selector(source[brace:])}
     except SelectorError:
@@ -347,7 +347,7 @@ class PrometheusSource:
         note = (f"{self.name}: {len(self._targets)} target(s); reading the last {fmt_span(end - start)}, "
                 f"then asking every {self.interval:g} s") if series else \
             f"{self.name}: no series match yet ({self._what()}); asking every {self.interval:g} s"
-        self._pending.append(SourceNotice(self.name, "opened", note))
+        self._pending.append(SourceNotice(self.name, "info", note))  # a watch shows it (not an "opened")
 
     def _what(self) -> str:
         sel = f" matching {self.spec.selector_text}" if self.spec.selector_text else ""
@@ -408,7 +408,7 @@ class PrometheusSource:
     # -- reading ----------------------------------------------------------------------------------
     @property
     def targets(self) -> list[str]:
-        return sorted(t.source for t in self._targets.values())
+        return sorted(t.source for t in list(self._targets.values()))  # list(): the watch thread adds to it
 
     def progress(self) -> str | None:
         plan = self._plan

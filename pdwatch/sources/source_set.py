@@ -137,7 +137,9 @@ class SourceSet:
 
     @property
     def sources(self) -> list[str]:
-        names = [*self._tails, *self._unclassified, *self._scrapes, *(p.name for p in self._proms)]
+        names = [*self._tails, *self._unclassified, *self._scrapes]
+        for prom in self._proms:  # the server, and its targets known so far (a topology's prom: matches those)
+            names += [prom.name, *prom.targets]
         for remote in self._remotes:
             names += remote.names
         if self._stdin is not None:

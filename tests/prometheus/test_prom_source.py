@@ -161,6 +161,21 @@ def test_watch_reads_the_recent_past_then_each_new_scrape_once(replayed):
     assert max(gaps) < 1.6, gaps  # every 0.5 s scrape, none lost between the past and the polls
 
 
+def test_watch_headless_follows_the_server(replayed, tmp_path):
+    """pdwatch watch on a prom+http:// source, as a user runs it: it reads, says so, and stops on Ctrl-C."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-m", "pdwatch", "watch", replayed.prom.source + '?match={job="live"}',
+                             "--headless", "--jsonl", "--scrape-interval", "0.5"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env_without_proxy())
+    time.sleep(6)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode in (0, 130), err
+    assert "1 target(s); reading the last 5 min, then asking every 0.5 s" in err, err
+    assert "Traceback" not in err
+
+
 # -- one-line errors -----------------------------------------------------------------------------------
 def _error(argv: list[str], capsys) -> str:
     code, out, err = run(argv, capsys)

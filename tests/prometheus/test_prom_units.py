@@ -84,6 +84,7 @@ def test_targets_name_endpoints_and_roles():
     assert source_labels(source) == {"job": "vllm", "instance": "node7:8000", "role": "decode"}
     assert endpoint_name(source) == "node7:8000" == name_from_file(source)[0]
     assert source_labels("http://node7:8000/metrics") is None
+    assert source_labels('prom+http://p:9090?match={job="x"}') is None  # a server, not a target
     assert role_from_labels({"role": "Prefill"}) == ("prefill", 'label role="Prefill"')
     assert role_from_labels({"worker_type": "agg"})[0] == "aggregated"
     assert role_from_labels({"dynamo_component": "prefill"})[0] == "prefill"
