@@ -22,6 +22,10 @@ label is engine None) with these ``values`` (a key is absent when its metric is 
 - ``preemptions``  <- increase of ``vllm:num_preemptions_total`` since the previous scrape
   (absent on a first scrape or after a reset).
 
+``events_from_samples(samples, ...)`` does the same for samples already parsed, as a Prometheus
+server returns them (``pdwatch.sources.prometheus``); ``WANTED`` is the set of sample names
+mapped, the one list the scrape, recorded and server paths read.
+
 Several series for one engine (e.g. two ``model_name`` values) are summed. ``state`` keeps
 the counters per (source, series); pass the same ``CounterState`` for consecutive scrapes of
 one source (and a fresh one, or another ``source``, for another server).

@@ -38,7 +38,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .prom_api import PromClient, PromError, one_line
+from .prom_api import PromClient, PromError
 from .promql import Matcher, SelectorError, labels_text, parse_selector, render
 from .records import SampleBlock, SourceNotice
 

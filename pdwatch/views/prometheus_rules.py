@@ -77,7 +77,6 @@ NUMERIC_FACTS = frozenset({
 DEPLOYMENT_FACTS = frozenset({"concurrency", "isl", "osl"})
 RANK = {"const": -1, "deployment": 0, "endpoint": 1, "engine": 2}
 _INVERSE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-_LOG_ONLY_KINDS_NOTE = "log events, which Prometheus does not have"
 
 
 class Untranslatable(Exception):
