@@ -3,7 +3,7 @@
     pdwatch rules [list] [--rules FILE] [--format table|json]
     pdwatch rules export --format prometheus [-o FILE] [--rules FILE] [--interval 10s]
                          [--fact NAME[{job="...",instance="..."}]=VALUE]... [--match SELECTOR]
-                         [--deployment-label LABEL]...
+                         [--facts-from LOG... --topology-file FILE] [--deployment-label LABEL]...
     pdwatch rules test CASES.yaml... [--rules FILE]
 
 ``export`` writes the rule file (``pdwatch.views.prometheus_rules``) and lists on stderr the
@@ -57,6 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="a start-up fact the rules read (max_num_seqs, max_capture_size, "
                              "num_speculative_tokens, concurrency, ...) for every target, or one job or "
                              "instance: written as pdwatch_fact series; may repeat")
+    export.add_argument("--facts-from", action="append", default=[], metavar="LOG",
+                        help="read the facts from these logs' start-up lines (max_num_seqs, the CUDA-graph "
+                             "capture size, ...), each endpoint's for the job/instance its topology entry's "
+                             "prom: selector names (needs --topology-file); may repeat")
+    export.add_argument("--topology-file", metavar="FILE",
+                        help="with --facts-from: the endpoints, their logs (globs) and their targets (prom:)")
     export.add_argument("--match", metavar="SELECTOR",
                         help='the vLLM targets, e.g. {job=~"vllm.*"}: stats_missing then also fires for a '
                              "target that is up but serves no vllm: series")
@@ -120,6 +126,10 @@ def run_export(args: argparse.Namespace) -> int:
             raise UsageError(f"--deployment-label {label!r}: expected a label name other than job, instance, "
                              f"role and engine")
     rules = load_rule_set(args)
+    if args.facts_from:
+        facts = facts + facts_from_logs(args)
+    elif args.topology_file:
+        raise UsageError("--topology-file is read with --facts-from LOG (whose facts go to which targets)")
     options = pr.ExportOptions(interval_s=interval, facts=facts, match=match,
                                deployment_labels=tuple(dict.fromkeys(args.deployment_label)))
     result = pr.export(rules, options)
@@ -138,6 +148,44 @@ def run_export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(result.text)
     return 0
+
+
+def facts_from_logs(args: argparse.Namespace) -> tuple:
+    """The numeric start-up facts of each endpoint of the logs, as ``--fact`` values for the
+    job (and instance) its topology entry's ``prom:`` selector names with ``=``."""
+    from pdwatch.model.topology_file import load_topology
+    from pdwatch.session.analysis import analyse
+    from pdwatch.sources.promql import parse_selector
+    from pdwatch.views.prometheus_rules import NUMERIC_FACTS, FactValue
+
+    if not args.topology_file:
+        raise UsageError("--facts-from needs --topology-file: it says which targets (prom: {job=..., "
+                         "instance=...}) each endpoint's logs are")
+    specs = load_topology(args.topology_file)
+    analysis = analyse(args.facts_from, specs=specs, rules=[])
+    by_name = {spec.name: spec for spec in specs if spec.name}
+    out: list = []
+    for endpoint in analysis.store.endpoints():
+        spec = by_name.get(endpoint.name)
+        targets = []
+        for selector in spec.prom if spec is not None else ():
+            exact = {m.name: m.value for m in parse_selector(selector) if m.op == "="}
+            if "job" in exact:
+                targets.append((exact["job"], exact.get("instance")))
+        if not targets:
+            print(f"pdwatch: facts of {endpoint.name} not exported: its topology entry has no prom: selector "
+                  f'with job="..." (and instance="...")', file=sys.stderr)
+            continue
+        facts = dict(endpoint.facts)
+        if "max_capture_size" in facts and facts["max_capture_size"] is None:
+            facts["max_capture_size"] = 0  # CUDA graphs off: no batch runs a graph
+        numeric = {k: float(v) for k, v in facts.items() if k in NUMERIC_FACTS and k not in ("concurrency", "isl",
+                   "osl") and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        for job, instance in targets:
+            out += [FactValue(name, value, job, instance) for name, value in sorted(numeric.items())]
+        shown = ", ".join(f"{k}={v:g}" for k, v in sorted(numeric.items())) or "none"
+        print(f"pdwatch: facts of {endpoint.name} from its logs: {shown}", file=sys.stderr)
+    return tuple(out)
 
 
 # -- test ---------------------------------------------------------------------------------------------------

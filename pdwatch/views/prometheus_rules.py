@@ -883,7 +883,7 @@ def facts_note(names: list[str], o: ExportOptions) -> str:
         given.setdefault(f.name, []).append(f"{number(f.value)}" + (f" for {{{where}}}" if where else ""))
     parts = []
     for name in names:
-        source = f"--fact at export: {', '.join(given[name])}" if name in given else "not given at export"
+        source = f"given at export: {', '.join(given[name])}" if name in given else "not given at export"
         parts.append(f"{name} ({source})")
     capture = " max_capture_size falls back to vLLM's default min(2 x max_num_seqs, 512)." \
         if "max_capture_size" in names else ""

@@ -68,7 +68,7 @@ def test_the_export_says_where_the_capture_size_comes_from(capsys):
     doc = yaml.safe_load(out)
     [alert] = [r for g in doc["groups"] for r in g["rules"] if r.get("alert") == "cudagraph_overflow"]
     facts = alert["annotations"]["facts"]
-    assert 'max_capture_size (--fact at export: 512 for {job="dec"})' in facts
+    assert 'max_capture_size (given at export: 512 for {job="dec"})' in facts
     assert "not metrics" in facts and "min(2 x max_num_seqs, 512)" in facts
     records = [r for g in doc["groups"] for r in g["rules"] if r.get("record") == "pdwatch_fact"]
     assert records == [{"record": "pdwatch_fact", "expr": "vector(512)",
@@ -106,6 +106,28 @@ def test_facts_given_at_export_make_a_rule_fire(tmp_path, capsys):
     said = result.stdout + result.stderr  # it fires; the annotations were not given, so promtool shows them
     assert "FAILED" in said and 'summary="d0:8000 engine 0: decode steps of up to 600 tokens exceed the ' \
         'largest captured CUDA graph (512)' in said, said
+
+
+def test_facts_from_the_logs_go_to_the_targets_the_topology_names(tmp_path, capsys):
+    topology = tmp_path / "topology.yaml"
+    topology.write_text(textwrap.dedent(f"""\
+        endpoints:
+        - name: server
+          role: decode
+          globs: ["{KV_LOG}"]
+          prom: '{{job="vllm", instance="127.0.0.1:51867"}}'
+        """))
+    code, out, err = run(["rules", "export", "--format", "prometheus", "--facts-from", str(KV_LOG),
+                          "--topology-file", str(topology)], capsys)
+    assert code == 0, err
+    assert "pdwatch: facts of server from its logs: " in err and "max_num_seqs=32" in err
+    records = {r["labels"]["fact"]: r for g in yaml.safe_load(out)["groups"] for r in g["rules"]
+               if r.get("record") == "pdwatch_fact"}
+    assert records["max_num_seqs"] == {"record": "pdwatch_fact", "expr": "vector(32)", "labels": {
+        "fact": "max_num_seqs", "job": "vllm", "instance": "127.0.0.1:51867"}}
+    assert records["max_capture_size"]["expr"] == "vector(0)"  # vLLM on CPU: no CUDA graphs
+    code, _, err = run(["rules", "export", "--format", "prometheus", "--facts-from", str(KV_LOG)], capsys)
+    assert code == 2 and "--facts-from needs --topology-file" in err
 
 
 @pytest.mark.parametrize("args, says", [
