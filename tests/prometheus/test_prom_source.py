@@ -132,6 +132,15 @@ def test_roles_and_names_come_from_the_target_labels(replayed, capsys):
         assert endpoint["sources"] == [f"{replayed.prom.source}{{{labels}}}"]
 
 
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_the_report_names_the_targets_in_every_format(replayed, capsys, fmt):
+    code, out, err = run(["report", replayed.source("decode"), "--since", "5m", "--format", fmt], capsys)
+    assert code == 0, err
+    address = replayed.servers["decode"].address
+    quoted = "&quot;" if fmt == "html" else '"'
+    assert f"instance={quoted}{address}{quoted}" in out  # the source, escaped for the format
+
+
 def test_replay_plays_the_servers_range(replayed, capsys):
     code, out, err = run(["replay", replayed.source("kv_pressure"), "--since", "5m", "--speed", "max",
                           "--headless"], capsys)
