@@ -124,6 +124,7 @@ KINDS: dict[str, dict[str, str]] = {
     "role_hint": {
         "role": "prefill or decode, as a Dynamo worker says of itself",
         "message": "the line's message",
+        "origin": "what said so, when not a log line: 'prometheus label' (a Prometheus target's labels)",
     },
     "block_size": {
         "attention_block_tokens": "attention block size set for the mamba page size, when present",

@@ -22,6 +22,10 @@ label is engine None) with these ``values`` (a key is absent when its metric is 
 - ``preemptions``  <- increase of ``vllm:num_preemptions_total`` since the previous scrape
   (absent on a first scrape or after a reset).
 
+``events_from_samples(samples, ...)`` does the same for samples already parsed, as a Prometheus
+server returns them (``pdwatch.sources.prometheus``); ``WANTED`` is the set of sample names
+mapped, the one list the scrape, recorded and server paths read.
+
 Several series for one engine (e.g. two ``model_name`` values) are summed. ``state`` keeps
 the counters per (source, series); pass the same ``CounterState`` for consecutive scrapes of
 one source (and a fresh one, or another ``source``, for another server).
@@ -55,6 +59,9 @@ _RATES = {PROMPT_TOKENS: "prompt_tps", GENERATION_TOKENS: "gen_tps", PROMPT_TOKE
 _VLLM_WANTED = frozenset({RUNNING, WAITING, *KV_USAGE, PROMPT_TOKENS, PROMPT_TOKENS_BY_SOURCE, GENERATION_TOKENS,
                           PREEMPTIONS})
 _WANTED = _VLLM_WANTED | dynamo.WANTED
+# Every sample name pdwatch maps, vLLM's and a Dynamo frontend's: a Prometheus source asks its
+# server for exactly these series (one table for the scrape, the recorded and the server paths).
+WANTED = _WANTED
 
 
 class ExpositionError(ValueError):
@@ -133,12 +140,21 @@ def events_from_exposition(text: str, *, source: str, ts: datetime, line_no: int
 
     ``ts`` must be timezone-aware. ``header`` (e.g. the recorded banner) starts each event's ``text``.
     """
+    return events_from_samples(parse_samples(text), source=source, ts=ts, line_no=line_no, state=state,
+                               header=header)
+
+
+def events_from_samples(samples: list[tuple[str, dict[str, str], float]], *, source: str, ts: datetime,
+                        line_no: int = 0, state: CounterState | None = None, header: str = "") -> list[Event]:
+    """``events_from_exposition`` for samples already parsed: ``(sample name, labels, value)``
+    of one scrape, as ``parse_samples`` gives them or as a Prometheus server returns the
+    same series (``pdwatch.sources.prometheus``). Names outside ``WANTED`` are ignored."""
     state = state if state is not None else CounterState()
     epoch = ts.timestamp()
     per_engine: dict[int | None, dict[str, Any]] = {}
     raw: dict[int | None, list[str]] = {}
     kv: dict[int | None, dict[str, float]] = {}
-    samples = parse_samples(text)
+    samples = [s for s in samples if s[0] in _WANTED]
     frontend = dynamo.frontend_values(samples, state, source, epoch)
     for name, labels, value in samples:
         if name not in _VLLM_WANTED:

@@ -6,12 +6,14 @@ Data flows one way, and each part imports only from the parts listed above it
 - ``errors``    one-line usage errors; imports nothing of pdwatch
 - ``parsers``   text -> typed events: vLLM/Dynamo log lines and /metrics pages (the repository's ``parsers/``)
 - ``rules``     the rule engine: views of the store -> findings (the repository's ``rules/``)
-- ``sources``   paths, globs, stdin, ``ssh://``, /metrics URLs -> blocks of lines, scrapes and notices
+- ``sources``   paths, globs, stdin, ``ssh://``, /metrics URLs, Prometheus servers (``prom+http://``) -> blocks
+                of lines, scrapes and notices
 - ``events``    sources -> parsers: the event stream, big files on every core, recorded scrapes
 - ``model``     events -> the deployment (endpoints, roles, GPUs), start-up facts, the pandas store, the headline
 - ``capacity``  KV arithmetic from a model's config.json, and each endpoint's capacity
 - ``session``   the pipeline driven: the post-mortem analysis and the live watch/replay session
-- ``views``     what people read: the Textual dashboard, the report writers, the Prometheus exporter
+- ``views``     what people read: the Textual dashboard, the report writers, the Prometheus exporter, the
+                rules as a Prometheus rule file
 - ``sim``       the simulator behind ``demo``, ``simulate`` and ``samples/``
 - ``commands``  one module per sub-command; ``cli`` picks one
 """

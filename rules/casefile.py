@@ -15,6 +15,8 @@
           0: {running: '0x6 4x5 2 0', waiting: '0x6 44x3 30 13 0 0', kv_usage_pct: '0x6 0.2x5 0.1 0'}
         events:
         - {at: 30s, kind: kv_expired, engine: 0, text: "Releasing expired KV blocks ..."}
+        rows:                      # or stats lines one by one, at their offsets
+        - {at: 0s, engine: 0, running: 4, waiting: 0}
       expect:                      # firing states after the evaluation at `at`
       - at: 40s
         firing: []                 # empty = nothing may fire (or nothing of `finding:`)
@@ -27,6 +29,12 @@
 An expected item compares only the keys it gives: finding, endpoint, engines, severity,
 labels (subset), summary, value (to 1e-6), state; periods also start/end (offsets from
 ``start``; ``end: null`` = still firing) and evidence_lines (line numbers quoted).
+
+``run_case_file(path, rules=None)``: the results of a file's tests against its own
+``rule_files`` (or ``rules``, already loaded: ``pdwatch rules test --rules FILE``). A failed
+comparison is in ``CaseResult.failures`` (one line each) and ``CaseResult.diffs`` (what was
+expected, what fired: ``pdwatch rules test`` prints them as a diff). ``prepare`` (optional)
+may rewrite each test before it runs (``pdwatch rules test`` turns log input into rows there).
 """
 
 from __future__ import annotations
@@ -54,10 +62,21 @@ EVENT_COLUMNS = ["ts", "engine", "kind", "source", "line_no", "text", "reason"]
 
 
 @dataclass
+class Diff:
+    """One comparison that failed: at an evaluation time (``at 40s``) or of the ``periods``."""
+
+    where: str
+    missing: list[dict[str, Any]]  # expected, not found
+    unexpected: list[dict[str, Any]]  # found, not expected
+    got: list[dict[str, Any]]  # everything found there (firing states or periods)
+
+
+@dataclass
 class CaseResult:
     file: str
     name: str
     failures: list[str] = field(default_factory=list)
+    diffs: list[Diff] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -110,6 +129,10 @@ def build_view(test: dict[str, Any]) -> DeploymentView:
                 if all(math.isnan(x) for x in vals.values()):
                     continue  # no line at this step
                 rows.append({"ts": start + timedelta(seconds=k * step), "engine": int(engine), **vals})
+        for r in spec.get("rows") or []:  # stats lines one by one, at offsets (log input: pdwatch rules test)
+            vals = {f: float(r[f]) if r[f] is not None else math.nan for f in STATS_FIELDS if f in r}
+            rows.append({"ts": start + timedelta(seconds=_seconds(r["at"])), "engine": int(r.get("engine") or 0),
+                         **vals})
         rows.sort(key=lambda r: (r["ts"], r["engine"]))
         for i, r in enumerate(rows):
             r["source"], r["line_no"] = source, i + 1
@@ -121,23 +144,39 @@ def build_view(test: dict[str, Any]) -> DeploymentView:
                            "line_no": int(e.get("line_no", 10_000 + j)), "text": e.get("text", ""),
                            "reason": e.get("reason")})
         facts = {"stats_interval_s": step, **(spec.get("facts") or {})}
-        engines = tuple(sorted(int(g) for g in (spec.get("engines") or {})))
+        engines = tuple(sorted({int(g) for g in (spec.get("engines") or {})}
+                               | {int(r.get("engine") or 0) for r in spec.get("rows") or []}))
         endpoints.append(EndpointView(name, spec.get("role", "unknown"), engines, spec.get("gpus"),
                                       facts, stats_frame(rows), events_frame(events)))
     return DeploymentView(tuple(endpoints), dict(test.get("facts") or {}))
 
 
 # -- running ---------------------------------------------------------------------------
-def run_case_file(path: str | os.PathLike[str]) -> list[CaseResult]:
-    path = os.fspath(path)
-    with open(path, encoding="utf-8") as fh:
+def load_case_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    with open(os.fspath(path), encoding="utf-8") as fh:
         doc = yaml.safe_load(fh)
-    here = os.path.dirname(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("tests"), list):
+        raise ValueError(f"{os.fspath(path)}: expected a mapping with a 'tests' list")
+    return doc
+
+
+def case_rules(path: str | os.PathLike[str], doc: dict[str, Any]) -> list:
+    """The rules a case file names (``rule_files``, relative to it; ``builtin`` = the built-ins)."""
+    here = os.path.dirname(os.fspath(path))
     files = doc.get("rule_files") or ["builtin"]
     builtin = "builtin" in files
     paths = [os.path.join(here, f) for f in files if f != "builtin"]
-    rules = load_rules(paths, include_builtin=builtin)
-    return [_run(path, rules, t) for t in doc.get("tests") or []]
+    return load_rules(paths, include_builtin=builtin)
+
+
+def run_case_file(path: str | os.PathLike[str], rules: list | None = None, prepare=None) -> list[CaseResult]:
+    path = os.fspath(path)
+    doc = load_case_file(path)
+    rules = rules if rules is not None else case_rules(path, doc)
+    out = []
+    for t in doc.get("tests") or []:
+        out.append(_run(path, rules, prepare(t) if prepare is not None else t))
+    return out
 
 
 def _run(path: str, rules: list, test: dict[str, Any]) -> CaseResult:
@@ -158,11 +197,31 @@ def _run(path: str, rules: list, test: dict[str, Any]) -> CaseResult:
         for e in (x for x in expects if abs(_seconds(x["at"]) - t) < 1e-9):
             want = e.get("firing") or []
             got = [s for s in states if s.state == FIRING and e.get("finding") in (None, s.rule)]
-            result.failures += _compare(f"at {e['at']}", want, [_state_dict(s) for s in got])
+            _check(result, f"at {e['at']}", want, [_state_dict(s) for s in got])
     if test.get("periods") is not None:
         got_p = [_finding_dict(f, start) for f in engine.findings()]
-        result.failures += _compare("periods", test["periods"], got_p)
+        _check(result, "periods", test["periods"], got_p)
     return result
+
+
+def _check(result: CaseResult, where: str, want: list[dict[str, Any]], got: list[dict[str, Any]]) -> None:
+    failures = _compare(where, want, got)
+    if failures:
+        result.failures += failures
+        missing, unexpected = _split(want, got)
+        result.diffs.append(Diff(where, missing, unexpected, got))
+
+
+def _split(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
+    left = list(got)
+    missing = []
+    for w in want:
+        hit = next((g for g in left if _matches(w, g)), None)
+        if hit is None:
+            missing.append(w)
+        else:
+            left.remove(hit)
+    return missing, left
 
 
 def _state_dict(s: FindingState) -> dict[str, Any]:

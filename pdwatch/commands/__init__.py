@@ -3,7 +3,7 @@
 SUMMARIES = {
     "parse": "print the events found in logs (one per line)",
     "report": "diagnose finished logs: bottlenecks with evidence and fixes (md, html, json)",
-    "rules": "list the active rules (built-in and --rules FILE)",
+    "rules": "list the active rules; export them for Prometheus; run rule test cases",
     "simulate": "write the logs of a simulated prefill/decode vLLM deployment",
     "demo": "simulate a PD deployment (no cluster needed) and watch it live on the dashboard",
     "capacity": "KV block size, KV per request and max concurrency from config.json (vs vLLM's log)",

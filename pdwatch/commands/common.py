@@ -34,9 +34,31 @@ def add_scrape_interval_argument(parser: argparse.ArgumentParser) -> None:
                              "(follow mode only; default 2)")
 
 
+def add_prom_arguments(parser: argparse.ArgumentParser, *, follow: bool = False) -> None:
+    """``--since``/``--until``/``--step``: the time range read from a ``prom+http://`` PATH."""
+    group = parser.add_argument_group("a Prometheus server as a PATH (prom+http://HOST:PORT[?match={...}])")
+    if follow:
+        group.add_argument("--since", metavar="TIME",
+                           help="read this much of the past first (a duration like 30m, or a time; default 5m), "
+                                "then ask every --scrape-interval seconds")
+    else:
+        group.add_argument("--since", metavar="TIME",
+                           help="start of the range read from the server: a duration back from now (30m, 6h) "
+                                "or a time (ISO 8601, UTC unless it says)")
+        group.add_argument("--until", metavar="TIME", help="end of the range (default now)")
+    group.add_argument("--step", metavar="DURATION",
+                       help="query_range step (default: the targets' scrape interval, read from the server)")
+
+
+def prom_options(args: argparse.Namespace):
+    from pdwatch.sources import PromOptions
+    return PromOptions(getattr(args, "since", None), getattr(args, "until", None), getattr(args, "step", None))
+
+
 def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology-file", metavar="FILE",
-                        help="YAML naming each endpoint: name, role, globs, urls, gpus (beats what pdwatch infers)")
+                        help="YAML naming each endpoint: name, role, globs, urls, prom, gpus (beats what pdwatch "
+                             "infers)")
     parser.add_argument("--prefill", action="append", metavar="GLOB", help="files matching GLOB are prefill workers")
     parser.add_argument("--decode", action="append", metavar="GLOB", help="files matching GLOB are decode workers")
 

@@ -15,7 +15,8 @@ import orjson
 from pdwatch.commands import SUMMARIES
 from pdwatch.parsers import Event
 from pdwatch.events import parallel_scan
-from pdwatch.commands.common import add_scrape_interval_argument, add_time_arguments, check_year, time_zone
+from pdwatch.commands.common import add_prom_arguments, add_scrape_interval_argument, add_time_arguments, \
+    check_year, prom_options, time_zone
 from pdwatch.errors import require_inputs
 from pdwatch.events.stream import EventStream
 from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
@@ -27,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "parse",
         help=SUMMARIES["parse"],
         description="Read vLLM / Dynamo logs and print one event per recognised line. "
-                    "PATH is a file, a glob, a directory (its *.out *.log *.err *.txt) or - for stdin.",
+                    "PATH is a file, a glob, a directory (its *.out *.log *.err *.txt), - for stdin, or a "
+                    "Prometheus server (prom+http://HOST:PORT[?match={...}] with --since): its series as the "
+                    "stats events pdwatch derives from them.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--format", choices=["jsonl", "table"], default="jsonl",
@@ -36,13 +39,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="keep reading as files grow, like tail -F (Ctrl-C to stop)")
     add_scrape_interval_argument(parser)
     add_time_arguments(parser)
+    add_prom_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     check_year(args)
     tz = time_zone(args)
-    sources = SourceSet(args.paths, follow=args.follow, stdin=sys.stdin.buffer, scrape_interval=args.scrape_interval)
+    sources = SourceSet(args.paths, follow=args.follow, stdin=sys.stdin.buffer, scrape_interval=args.scrape_interval,
+                        prom=prom_options(args))
     if not args.follow:
         require_inputs(sources, args.paths)
     out = sys.stdout
@@ -52,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         if _worth_splitting(sources, args):
             failed = _replay_by_file(sources, args, tz, out)
         else:
-            failed = _print_stream(EventStream(sources, year=args.year, tz=tz), args, out)
+            failed = _print_stream(EventStream(sources, year=args.year, tz=tz, progress=_progress), args, out)
     finally:
         sources.stop()
     out.flush()
@@ -110,6 +115,10 @@ def _chunk_writer(out: TextIO):
         return lambda chunk: out.write(chunk.decode("utf-8", "surrogateescape") if isinstance(chunk, bytes) else chunk)
     out.flush()
     return lambda chunk: binary.write(chunk) if isinstance(chunk, bytes) else out.write(chunk)
+
+
+def _progress(message: str) -> None:
+    print(f"pdwatch: {message}", file=sys.stderr, flush=True)
 
 
 def _report_notice(notice: SourceNotice, *, follow: bool) -> bool:

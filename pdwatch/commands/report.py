@@ -7,8 +7,8 @@ import sys
 
 from pdwatch.commands import SUMMARIES
 from pdwatch.session.analysis import analyse
-from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_time_arguments, \
-    check_year, deployment_specs, load_rule_set, time_zone
+from pdwatch.commands.common import add_deployment_arguments, add_prom_arguments, add_rules_argument, \
+    add_time_arguments, check_year, deployment_specs, load_rule_set, prom_options, time_zone
 from pdwatch.views.report import data, json_writer, markdown
 from pdwatch.errors import UsageError
 from pdwatch.views.report.output import write_atomically
@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "report", help=SUMMARIES["report"],
         description="Read the logs of a run, find what limited it (rules) and write a report: deployment, "
                     "headline TPS/GPU over the steady state, per-endpoint summary, findings with evidence "
-                    "and the fix, capacity. PATH is a file, a glob, a directory or - for stdin.")
+                    "and the fix, capacity. PATH is a file, a glob, a directory, - for stdin, or a Prometheus "
+                    "server (prom+http://HOST:PORT[?match={job=\"vllm\"}] with --since).")
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--format", choices=["md", "html", "json"], default="md", help="report format (default md)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
@@ -33,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_deployment_arguments(parser)
     add_rules_argument(parser)
     add_time_arguments(parser)
+    add_prom_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -42,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     specs = deployment_specs(args)
     rules = load_rule_set(args)
     model = load_model(args.model_config) if args.model_config else None
-    analysis = analyse(args.paths, specs=specs, rules=rules, year=args.year, tz=tz, model=model)
+    analysis = analyse(args.paths, specs=specs, rules=rules, year=args.year, tz=tz, model=model,
+                       prom=prom_options(args))
     for notice in analysis.notices:
         if notice.kind not in ("opened", "metrics_file"):  # recorded scrapes are read by the report
             print(f"pdwatch: {notice.message}", file=sys.stderr)

@@ -18,13 +18,14 @@ import time
 from typing import Callable, TextIO
 
 from pdwatch.commands import SUMMARIES
-from pdwatch.commands.common import add_deployment_arguments, add_rules_argument, add_scrape_interval_argument, \
-    add_time_arguments, check_year, deployment_specs, load_rule_set, time_zone
+from pdwatch.commands.common import add_deployment_arguments, add_prom_arguments, add_rules_argument, \
+    add_scrape_interval_argument, add_time_arguments, check_year, deployment_specs, load_rule_set, prom_options, \
+    time_zone
 from pdwatch.errors import UsageError, require_inputs, require_one_existing
 from pdwatch.session.live import LiveSession
 from pdwatch.session.snapshot import Snapshot
 from pdwatch.session.times import parse_speed, parse_start
-from pdwatch.sources import SourceSet
+from pdwatch.sources import SourceSet, is_prom
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "rotations are picked up) and evaluate the rules as lines arrive.")
     _common(watch)
     add_scrape_interval_argument(watch)
+    add_prom_arguments(watch, follow=True)
     watch.set_defaults(run=run_watch, mode="watch")
 
     replay = sub.add_parser(
@@ -47,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="start the clock at TIME: ISO 8601, HH:MM[:SS] (on the logs' day), or an offset "
                              "(+5m from the first timestamp, -2m from the last); what came before is played "
                              "at full speed")
+    add_prom_arguments(replay)
     replay.set_defaults(run=run_replay, mode="replay")
 
 
@@ -102,8 +105,10 @@ def build_session(args: argparse.Namespace) -> LiveSession:
         from pdwatch.model.topology_file import spec_urls
         args.paths = args.paths + [u for u in spec_urls(specs) if u not in args.paths]
         kwargs["sources"] = SourceSet(args.paths, follow=True, scrape_interval=args.scrape_interval,
-                                      history=WATCH_HISTORY)
+                                      history=WATCH_HISTORY, prom=prom_options(args))
     if args.mode == "replay":
+        if any(map(is_prom, args.paths)):  # a server's range: --since/--until/--step
+            kwargs["sources"] = SourceSet(args.paths, follow=False, prom=prom_options(args))
         try:
             kwargs["speed"] = parse_speed(args.speed)
             kwargs["start"] = parse_start(args.start, tz) if args.start else None

@@ -2,7 +2,9 @@
 
 This is the only place that joins the two stages; parse, report and watch all
 read events from here. A ``/metrics`` scrape (``ScrapeBlock``) becomes ``stats`` events
-through ``pdwatch.parsers.exposition``, with one ``CounterState`` per URL for the rates.
+through ``pdwatch.parsers.exposition``, with one ``CounterState`` per URL for the rates; a
+Prometheus server's scrape of a target (``SampleBlock``: the same samples, parsed) takes
+the same way (``events_from_samples``), with one ``CounterState`` per target.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from datetime import tzinfo
 from typing import Any, Callable, Iterator
 
 from pdwatch.parsers import Event, LogScanner
-from pdwatch.sources import LineBlock, ScrapeBlock, SourceNotice, SourceSet
+from pdwatch.sources import LineBlock, SampleBlock, ScrapeBlock, SourceNotice, SourceSet
 
 
 class EventStream:
-    def __init__(self, sources: SourceSet, *, year: int | None = None, tz: tzinfo | None = None,
+    def __init__(self, sources: SourceSet | None, *, year: int | None = None, tz: tzinfo | None = None,
                  skip_kinds: frozenset[str] = frozenset(), progress: Callable[[str], None] | None = None) -> None:
         """``skip_kinds``: event kinds the reader has no use for (see ``LogScanner``); ``progress``
-        hears how far the remote sources are (``SourceSet.blocks``)."""
+        hears how far the remote sources are (``SourceSet.blocks``). ``sources`` None: a stream
+        fed by ``events_of`` only."""
         self._sources = sources
         self._progress = progress
         self._skip_kinds = frozenset(skip_kinds)
@@ -29,6 +32,7 @@ class EventStream:
         self._counters: dict[str, Any] = {}  # per URL: the previous scrape's counters (CounterState)
 
     def __iter__(self) -> Iterator[Event | SourceNotice]:
+        assert self._sources is not None, "a stream without sources is fed by events_of"
         for item in self._sources.blocks(progress=self._progress):
             if isinstance(item, SourceNotice):
                 yield item
@@ -36,9 +40,11 @@ class EventStream:
             yield from self.events_of(item)
         yield from self.finish()
 
-    def events_of(self, block: LineBlock | ScrapeBlock) -> list[Event]:
+    def events_of(self, block: LineBlock | ScrapeBlock | SampleBlock) -> list[Event]:
         if isinstance(block, ScrapeBlock):
             return self._scrape_events(block)
+        if isinstance(block, SampleBlock):
+            return self._sample_events(block)
         out: list[Event] = []
         entry = self._scanners.get(block.source)
         if entry is None:
@@ -61,6 +67,19 @@ class EventStream:
                                           line_no=block.scrape_no, state=state)
         except ExpositionError:
             return []  # the scrape source checked it parses; nothing to add if it still does not
+
+    def _sample_events(self, block: SampleBlock) -> list[Event]:
+        from pdwatch.parsers.exposition import CounterState, events_from_samples
+
+        state = self._counters.setdefault(block.source, CounterState())
+        events = events_from_samples(block.samples, source=block.source, ts=block.ts, line_no=block.scrape_no,
+                                     state=state, header=f"scrape {block.ts:%Y-%m-%dT%H:%M:%S.%f}"[:-3] + "Z")
+        if block.role is not None:  # the target's labels name its role (role, which label)
+            role, said = block.role
+            events.insert(0, Event(kind="role_hint", source=block.source, line_no=block.scrape_no, ts=block.ts,
+                                   engine=None, level=None, values={"role": role, "origin": "prometheus label"},
+                                   text=f"{said}: role {role}"))
+        return events
 
     def finish(self) -> list[Event]:
         out: list[Event] = []

@@ -5,8 +5,11 @@ Evidence, strongest first: an explicit topology (``--topology-file`` or
 one endpoint may span the files of several nodes), a file name containing the word
 ``prefill`` or ``decode``, then the log itself (``kv_role`` kv_producer/kv_consumer,
 a Dynamo worker naming its role). ``kv_both`` says nothing about the role.
-A ``/metrics`` URL is the endpoint ``host:port`` unless a topology entry lists it; an ssh
-source ``host:/path/file.log`` is named from its file name, like a local file.
+A ``/metrics`` URL is the endpoint ``host:port`` unless a topology entry lists it; a target
+read from a Prometheus server is the endpoint its ``instance`` label names (a topology's
+``prom:`` selector matches its labels; a ``role`` label, Dynamo's ``worker_type`` or
+``dynamo_component`` give its role); an ssh source ``host:/path/file.log`` is named from its
+file name, like a local file.
 GPUs = DP x TP x PP where the log says so; otherwise a guess, flagged as such.
 """
 
@@ -21,6 +24,8 @@ from urllib.parse import urlsplit
 import regex
 
 from pdwatch.parsers import Event
+from pdwatch.sources.prometheus import endpoint_name, instance_port, source_labels
+from pdwatch.sources.promql import Matcher, SelectorError, matches_all, parse_selector
 
 ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
 PARALLEL_KEYS = ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size")
@@ -48,8 +53,13 @@ class EndpointSpec:
     globs: tuple[str, ...]
     gpus: int | None = None
     written: tuple[str, ...] = ()  # the globs as the user wrote them, for notices
+    prom: tuple[str, ...] = ()  # series selectors ({job="vllm",instance="node7:8000"}) of its Prometheus targets
 
     def matches(self, source: str) -> bool:
+        if self.prom:
+            labels = source_labels(source)
+            if labels is not None and any(matches_all(_selector(p), labels) for p in self.prom):
+                return True
         base = os.path.basename(source)
         resolved = _resolved(source) or _remote_path(source)
         for g in self.globs:
@@ -61,6 +71,21 @@ class EndpointSpec:
             if resolved is not None and os.path.isabs(g) and fnmatch.fnmatch(resolved, g):
                 return True
         return False
+
+
+_SELECTORS: dict[str, tuple[Matcher, ...]] = {}
+
+
+def _selector(text: str) -> tuple[Matcher, ...]:
+    """A topology's ``prom:`` selector, parsed once (checked when the topology file is read)."""
+    got = _SELECTORS.get(text)
+    if got is None:
+        try:
+            got = parse_selector(text)
+        except SelectorError:
+            got = (Matcher("__never__", "=", "\x00never"),)  # matches no target
+        _SELECTORS[text] = got
+    return got
 
 
 def _remote_path(source: str) -> str | None:
@@ -80,7 +105,7 @@ def _resolved(source: str) -> str | None:
 class Endpoint:
     name: str
     role: str = "unknown"
-    role_from: str = "unknown"  # topology | flag | file name | kv_role | dynamo | unknown
+    role_from: str = "unknown"  # topology | flag | file name | kv_role | dynamo | prometheus label | unknown
     sources: list[str] = field(default_factory=list)
     engines: set[int] = field(default_factory=set)
     facts: dict[str, Any] = field(default_factory=dict)
@@ -145,8 +170,19 @@ def _is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
 
 
+def _scrape_port(source: str) -> int | None:
+    """The server port a scrape source names: a /metrics URL's, or a Prometheus target's instance."""
+    if _is_url(source):
+        return urlsplit(source).port
+    return instance_port(source)
+
+
 def name_from_file(source: str) -> tuple[str, str | None]:
-    """Endpoint name and role a file name gives (role None when it says nothing); a URL is ``host:port``."""
+    """Endpoint name and role a file name gives (role None when it says nothing); a URL is ``host:port``,
+    a Prometheus target its ``instance``."""
+    prom_name = endpoint_name(source)
+    if prom_name is not None:
+        return prom_name, None
     if source.startswith(("http://", "https://")):
         parts = urlsplit(source)
         return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}", None
@@ -178,7 +214,7 @@ class DeploymentModel:
         if endpoint is not None:
             return endpoint
         spec = next((s for s in self._specs if s.matches(source)), None)
-        served = self.serving_port(urlsplit(source).port) if spec is None and _is_url(source) else None
+        served = self.serving_port(_scrape_port(source)) if spec is None else None
         if spec is not None and spec.name:
             endpoint = self.endpoints[spec.name]
         elif served is not None:  # the /metrics of a server whose log we read: the same endpoint
@@ -212,7 +248,7 @@ class DeploymentModel:
         for other in list(self.endpoints.values()):
             if other is endpoint or other.role_from == "topology" or not other.sources:
                 continue
-            if all(_is_url(src) and urlsplit(src).port == port for src in other.sources):
+            if all(_scrape_port(src) == port for src in other.sources):
                 for src in other.sources:
                     self._by_source[src] = endpoint
                     endpoint.sources.append(src)
@@ -238,7 +274,7 @@ class DeploymentModel:
                 if isinstance(event.values.get(key), int):
                     endpoint.read_parallel(key, event.values[key], f"engine config, line {event.line_no}")
         elif event.kind == "role_hint":
-            self._infer_role(endpoint, event.values["role"], "dynamo")
+            self._infer_role(endpoint, event.values["role"], event.values.get("origin", "dynamo"))
         return endpoint
 
     def _learn_args(self, endpoint: Endpoint, event: Event) -> None:

@@ -9,9 +9,12 @@
         role: decode
         globs: ["logs/*_decode_w0.out", "ssh://node7/logs/*_decode_w0.out"]
         urls: ["http://node7:8000/metrics"]
+        prom: '{job="vllm-decode", instance="node7:8000"}'   # its series in a Prometheus server
 
 ``urls`` (or ``url``) name ``/metrics`` endpoints exactly (normalised: ``http://h:p`` gets
 ``/metrics``); a URL or ``ssh://host/path`` written among the globs is understood too.
+``prom`` (a selector, or a list of them) picks the targets of a ``prom+http://`` source that
+are this endpoint, by the labels their series share (``job``, ``instance``, any target label).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import yaml
 
 from pdwatch.model.deployment import ROLES, EndpointSpec
 from pdwatch.errors import UsageError
+from pdwatch.sources.promql import SelectorError, parse_selector
 from pdwatch.sources.urls import normalize_url
 from pdwatch.sources.records import SourceNotice
 from pdwatch.sources.ssh_spec import is_ssh, parse_ssh
@@ -52,7 +56,7 @@ def load_topology(path: str) -> list[EndpointSpec]:
         where = f"{path}:{lines[i]}: endpoints[{i}]" if i < len(lines) else f"{path}: endpoints[{i}]"
         if not isinstance(entry, dict):
             raise UsageError(f"{where}: expected a mapping with name, role, globs")
-        unknown = set(entry) - {"name", "role", "globs", "glob", "urls", "url", "gpus"}
+        unknown = set(entry) - {"name", "role", "globs", "glob", "urls", "url", "gpus", "prom"}
         if unknown:
             raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
         name, role = entry.get("name"), entry.get("role")
@@ -60,6 +64,8 @@ def load_topology(path: str) -> list[EndpointSpec]:
         globs = [globs] if isinstance(globs, str) else globs
         urls = entry.get("urls", entry.get("url", []))
         urls = [urls] if isinstance(urls, str) else urls
+        prom = entry.get("prom", [])
+        prom = [prom] if isinstance(prom, str) else prom
         if not isinstance(name, str) or not name:
             raise UsageError(f"{where}: 'name' must be a non-empty string")
         if role not in ROLES:
@@ -68,14 +74,22 @@ def load_topology(path: str) -> list[EndpointSpec]:
             raise UsageError(f"{where}: 'globs' must be a list of file globs")
         if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
             raise UsageError(f"{where}: 'urls' must be a list of http://HOST:PORT/metrics URLs")
-        if not globs and not urls:
-            raise UsageError(f"{where}: give 'globs' (log files) or 'urls' (/metrics), or both")
-        written = tuple(globs) + tuple(urls)
+        if not isinstance(prom, list) or not all(isinstance(p, str) for p in prom):
+            raise UsageError(f"{where}: 'prom' must be a series selector such as '{{job=\"vllm\"}}', or a list")
+        for selector in prom:
+            try:
+                parse_selector(selector)
+            except SelectorError as exc:
+                raise UsageError(f"{where}: prom: {exc}") from None
+        if not globs and not urls and not prom:
+            raise UsageError(f"{where}: give 'globs' (log files), 'urls' (/metrics) or 'prom' (a Prometheus "
+                             f"selector), or several")
+        written = tuple(globs) + tuple(urls) + tuple(f"prom:{p}" for p in prom)
         globs = [_local(_source_pattern(g, where), folder) for g in globs] + [_url(u, where) for u in urls]
         gpus = entry.get("gpus")
         if gpus is not None and (not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1):
             raise UsageError(f"{where}: 'gpus' must be a positive integer")
-        specs.append(EndpointSpec(name, role, tuple(globs), gpus, written))
+        specs.append(EndpointSpec(name, role, tuple(globs), gpus, written, tuple(prom)))
     return specs
 
 

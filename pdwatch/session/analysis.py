@@ -7,6 +7,10 @@ start and end it would have had live.
 The files are read on every core when there is enough to read (``_read_on_every_core``):
 the same store, notices and findings as the sequential read, which stays for small runs,
 one core, stdin and remote sources.
+
+A Prometheus server (``prom+http://``) is read after the logs, chunk by chunk into the
+store (``_add_prometheus``), the way recorded scrapes are: an endpoint whose log has stats
+lines keeps them, and its series only fill the preemptions the lines do not print.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import tzinfo
@@ -29,7 +34,8 @@ from pdwatch.model.deployment import DeploymentModel, EndpointSpec
 from pdwatch.errors import require_inputs, require_one_existing
 from pdwatch.events.stream import EventStream
 from pdwatch.events.recorded import read_recorded_with_ports
-from pdwatch.sources import READ_FAILURES, FileTail, SourceNotice, SourceSet, is_ssh, is_url
+from pdwatch.sources import READ_FAILURES, FileTail, PrometheusSource, PromOptions, SampleBlock, SourceNotice, \
+    SourceSet, is_prom, is_ssh, is_url
 from pdwatch.sources.scrape_source import UNREAD_PAGE
 from pdwatch.model.store import UNSTORED_KINDS, Partial, Store, fold_events
 from pdwatch.model.throughput import Headline, headline
@@ -59,13 +65,19 @@ class Analysis:
 
 def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths: list[str] | None = None,
             year: int | None = None, tz: tzinfo | None = None, rules: list[Rule] | None = None,
-            model: ModelSpec | None = None) -> Analysis:
+            model: ModelSpec | None = None, prom: PromOptions | None = None) -> Analysis:
+    """``prom``: the time range and step of the ``prom+http://`` paths (``--since``/``--until``/``--step``)."""
     rules = rules if rules is not None else load_rules(rule_paths)
-    sources = SourceSet(paths, follow=False)
-    require_inputs(sources, paths)
-    require_one_existing(sources)
+    local = [p for p in paths if not is_prom(p)]
+    # Opening a server asks it for the range's series: unreachable, a bad selector or nothing
+    # there ends the command now, with one line, before any log is read.
+    proms = [PrometheusSource(p, follow=False, options=prom) for p in dict.fromkeys(p for p in paths if is_prom(p))]
+    sources = SourceSet(local, follow=False)
+    if local or not proms:
+        require_inputs(sources, local or paths)
+        require_one_existing(sources)
     store = Store(DeploymentModel(specs))
-    files = _parallel_files(paths, sources)
+    files = _parallel_files(local, sources)
     if files is None:
         notices = _read_here(store, sources, year, tz)
     else:
@@ -73,7 +85,9 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
         notices = _read_on_every_core(store, files, sources.metrics_files, year, tz)
     store.flush()
     notices += _add_recorded_metrics(store, sources.metrics_files)
-    notices += unmatched_notices(store.model.specs, list(sources.sources) + list(sources.metrics_files))
+    notices += _add_prometheus(store, proms)
+    read = list(sources.sources) + list(sources.metrics_files) + [t for p in proms for t in p.targets]
+    notices += unmatched_notices(store.model.specs, read)
     notices += [SourceNotice(src, "info", f"{src}: no vLLM or Dynamo server lines (only tracebacks or access "
                                             "lines): not an endpoint")
                 for e in store.not_servers() for src in e.sources]
@@ -272,6 +286,59 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
                 continue
             endpoint.facts["stats_from_metrics"] = True
             store.add(group)
+    store.flush()
+    return notices
+
+
+def _add_prometheus(store: Store, proms: list[PrometheusSource]) -> list[SourceNotice]:
+    """Each server's range, chunk by chunk into the store (what a chunk gave is folded before the
+    next is asked for). As with recorded scrapes: an endpoint that has stats lines of its own
+    keeps them, its series fill only the preemptions the lines leave unknown; the others are
+    judged from the series (``stats_from_metrics``)."""
+    notices: list[SourceNotice] = []
+    if not proms:
+        return notices
+    with_lines = {e.name for e in store.endpoints() if not store.stats(e.name).empty}
+    stream = EventStream(None)
+    shadowed: dict[str, list[Event]] = {}  # endpoint -> its series' stats events (preemptions only)
+    told: set[str] = set()
+    clock = time.monotonic
+    for prom in proms:
+        told_at = clock()
+        batch: list[Event] = []
+        while True:
+            items = prom.poll()
+            for item in items:
+                if isinstance(item, SourceNotice):
+                    notices.append(item)
+                    continue
+                assert isinstance(item, SampleBlock)
+                for event in stream.events_of(item):
+                    endpoint = store.model.endpoint_of(event.source)
+                    if event.kind == "stats" and endpoint.name in with_lines:
+                        if event.source not in told:
+                            told.add(event.source)
+                            notices.append(SourceNotice(event.source, "info", f"{event.source}: {endpoint.name} has "
+                                                                              f"stats lines, which are used"))
+                        shadowed.setdefault(endpoint.name, []).append(event)
+                        continue
+                    if event.kind == "stats":
+                        endpoint.facts["stats_from_metrics"] = True
+                    batch.append(event)
+            if len(batch) >= _BATCH or prom.at_eof:
+                store.add(batch)
+                batch = []
+                store.flush()  # a chunk's rows as frames: tuples of a 6 h range would be several times larger
+            if clock() - told_at >= 5.0 and prom.progress():
+                told_at = clock()
+                _progress(prom.progress() or "")
+            if prom.at_eof:
+                break
+    for name, events in shadowed.items():
+        filled = _preemptions_from_scrapes(store, name, events)
+        if filled:
+            notices.append(SourceNotice(name, "info", f"{name}: its Prometheus series' preemption counts fill "
+                                                      f"{filled} stats lines that print none"))
     store.flush()
     return notices
 

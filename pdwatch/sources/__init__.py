@@ -1,9 +1,11 @@
-"""Sources layer: turn command-line paths, URLs and ssh:// globs into a stream of blocks (replay or follow)."""
+"""Sources layer: turn command-line paths, URLs, ssh:// globs and Prometheus servers into a stream of blocks
+(replay or follow)."""
 
 from .discovery import classify_txt, expand_candidates, expand_paths
 from .file_tail import FileTail
 from .framing import LineFramer
-from .records import NOTICE_KINDS, READ_FAILURES, LineBlock, ScrapeBlock, SourceNotice
+from .prometheus import PrometheusSource, PromOptions, is_prom
+from .records import NOTICE_KINDS, READ_FAILURES, LineBlock, SampleBlock, ScrapeBlock, SourceNotice
 from .scrape_source import ScrapeSource, is_url
 from .source_set import SourceSet
 from .ssh_source import SshOptions, SshSource
@@ -16,6 +18,9 @@ __all__ = [
     "FileTail",
     "LineBlock",
     "LineFramer",
+    "PromOptions",
+    "PrometheusSource",
+    "SampleBlock",
     "ScrapeBlock",
     "ScrapeSource",
     "SourceNotice",
@@ -27,6 +32,7 @@ __all__ = [
     "expand_candidates",
     "expand_paths",
     "is_ssh",
+    "is_prom",
     "is_url",
     "parse_ssh",
 ]

@@ -46,6 +46,17 @@ class ScrapeBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class SampleBlock:
+    """One scrape of one target as a Prometheus server stored it: the samples pdwatch maps."""
+
+    source: str  # the target, named by its server and labels: prom+http://prom:9090{instance="...",job="..."}
+    scrape_no: int  # 1-based count of this target's scrapes read (the events' line_no)
+    ts: datetime  # when Prometheus scraped it (its samples' timestamp), UTC
+    samples: list[tuple[str, dict[str, str], float]]  # (sample name, labels, value)
+    role: tuple[str, str] | None = None  # (role, which label said so), on a target's first block
+
+
+@dataclass(frozen=True, slots=True)
 class SourceNotice:
     source: str
     kind: str  # one of NOTICE_KINDS

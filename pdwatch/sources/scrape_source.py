@@ -22,7 +22,9 @@ _QUEUE_SCRAPES = 32  # bounded: an unpolled source holds at most this many scrap
 
 
 def is_url(arg: str) -> bool:
-    return arg.lower().startswith(URL_SCHEMES)
+    """A live HTTP source: a /metrics URL, or a Prometheus server (``prom+http://``) or one of its
+    targets; their stats are scrapes, which an endpoint's own stats lines take over from."""
+    return arg.lower().startswith(URL_SCHEMES + ("prom+http://", "prom+https://"))
 
 
 # What a /metrics page with no series pdwatch reads is told (also for recorded scrapes).

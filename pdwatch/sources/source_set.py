@@ -1,8 +1,10 @@
 """Multiplex all sources named on the command line into one stream of blocks/notices.
 
 Arguments are local paths (files, globs, directories, ``-``), ``http(s)://`` /metrics URLs
-(follow mode only: scraped every ``scrape_interval`` seconds) and ``ssh://host/path/glob``
-remote files (see ``ssh_source``).
+(follow mode only: scraped every ``scrape_interval`` seconds), ``ssh://host/path/glob``
+remote files (see ``ssh_source``) and ``prom+http(s)://`` Prometheus servers (``prometheus``:
+a time range when not following, ``prom=PromOptions(since, until, step)``; following, the
+recent past and then every ``scrape_interval`` seconds).
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from pdwatch.sources.urls import normalize_url
 
 from .discovery import classify_txt, expand_candidates, expand_paths, is_txt, unlistable_dirs
 from .file_tail import FileTail, Ident
-from .records import LineBlock, ScrapeBlock, SourceNotice
+from .prometheus import PrometheusSource, PromOptions, is_prom
+from .records import LineBlock, SampleBlock, ScrapeBlock, SourceNotice
 from .scrape_source import ScrapeSource, is_url
 from .ssh_source import SshOptions, SshSource
 from .ssh_spec import is_ssh, parse_ssh
 from .stdin_source import NAME as STDIN, StdinSource
 
-Item = LineBlock | ScrapeBlock | SourceNotice
+Item = LineBlock | ScrapeBlock | SampleBlock | SourceNotice
 DEFAULT_SCRAPE_INTERVAL = 2.0
 
 
@@ -48,6 +51,7 @@ class SourceSet:
         remote_rescan_interval: float = 5.0,
         ssh_options: SshOptions | None = None,
         history: tuple[int, int] | None = None,
+        prom: PromOptions | None = None,
     ) -> None:
         """Raises ``UsageError`` for a bad URL / ssh argument, or a URL when not following.
 
@@ -58,9 +62,14 @@ class SourceSet:
             raise UsageError(f"--scrape-interval {scrape_interval}: expected a positive number of seconds")
         self._scrapes: dict[str, ScrapeSource] = {}
         self._remotes: list[SshSource] = []
+        self._proms: list[PrometheusSource] = []
         local: list[str] = []
         for arg in args:
-            if is_url(arg):
+            if is_prom(arg):  # opening one asks the server: a bad one is a UsageError here
+                if not any(p.name == arg for p in self._proms):
+                    self._proms.append(PrometheusSource(arg, follow=follow, options=prom,
+                                                        interval=scrape_interval))
+            elif is_url(arg):
                 self._add_url(arg, follow, scrape_interval)
             elif is_ssh(arg):
                 try:
@@ -119,12 +128,18 @@ class SourceSet:
 
     @property
     def has_remote(self) -> bool:
-        """Whether an ssh:// argument or a URL is among the sources."""
-        return bool(self._remotes or self._scrapes)
+        """Whether an ssh:// argument, a URL or a Prometheus server is among the sources."""
+        return bool(self._remotes or self._scrapes or self._proms)
+
+    @property
+    def prometheus(self) -> list[PrometheusSource]:
+        return list(self._proms)
 
     @property
     def sources(self) -> list[str]:
         names = [*self._tails, *self._unclassified, *self._scrapes]
+        for prom in self._proms:  # the server, and its targets known so far (a topology's prom: matches those)
+            names += [prom.name, *prom.targets]
         for remote in self._remotes:
             names += remote.names
         if self._stdin is not None:
@@ -135,6 +150,7 @@ class SourceSet:
     def sources_up(self) -> dict[str, bool]:
         """Remote sources (URLs, ssh files) and whether they were reachable last time."""
         up = {url: bool(s.up) for url, s in list(self._scrapes.items())}  # list(): may run beside poll()
+        up.update({p.name: bool(p.up) for p in self._proms})
         for remote in self._remotes:
             up.update(remote.sources_up())
         return up
@@ -149,6 +165,8 @@ class SourceSet:
             scrape.close()
         for remote in self._remotes:
             remote.close()
+        for prom in self._proms:
+            prom.close()
 
     def poll(self) -> list[Item]:
         out, self._pending = self._pending, []
@@ -172,6 +190,8 @@ class SourceSet:
             out += self._stdin.poll()
         for scrape in self._scrapes.values():
             out += scrape.poll()
+        for prom in self._proms:  # a finished range: one chunk per poll
+            out += prom.poll()
         if self._remotes:
             now = self._clock()
             for remote in self._remotes:
@@ -189,6 +209,10 @@ class SourceSet:
         try:
             while not self._stop.is_set():
                 items = self.poll()
+                if progress is not None and self._proms and self._clock() - told_at >= every_s:
+                    told_at = self._clock()
+                    for line in filter(None, (p.progress() for p in self._proms)):
+                        progress(line)
                 if progress is not None and self._remotes:
                     remote_bytes += sum(len(i.data) for i in items if isinstance(i, LineBlock) and not
                                         i.source.startswith("/") and ":" in i.source.split("/", 1)[0])
@@ -200,7 +224,8 @@ class SourceSet:
                 files_done = all(t.at_eof for t in self._tails.values()) and not self._unclassified
                 remotes_done = all(r.at_eof for r in self._remotes)
                 stdin_done = self._stdin is None or self._stdin.at_eof
-                if not self._follow and files_done and remotes_done and stdin_done:
+                proms_done = all(p.at_eof for p in self._proms)
+                if not self._follow and files_done and remotes_done and stdin_done and proms_done:
                     return
                 if self._follow and stdin_done and self._stdin is not None and self._stdin_only():
                     return  # `-f -` on a finished pipe: nothing can ever arrive again
@@ -217,7 +242,7 @@ class SourceSet:
 
     # -- internals -------------------------------------------------------------------
     def _stdin_only(self) -> bool:
-        return all(a == STDIN for a in self._args) and not self._scrapes and not self._remotes
+        return all(a == STDIN for a in self._args) and not self._scrapes and not self._remotes and not self._proms
 
     def _add_url(self, arg: str, follow: bool, interval: float) -> None:
         try:
