@@ -67,7 +67,7 @@ def _first_screen_check(sample: str, size: tuple[int, int]):
         # the endpoint in trouble, first of the endpoints, its KV % on its line (table) or the next (pane)
         at = next(i for i, line in enumerate(lines) if i > 2 and endpoint in line)
         row = lines[at]
-        assert kv in row or kv in lines[at + 1], lines[at:at + 2]
+        assert kv in row or kv in lines[at + 1], text
         if size[0] == 80:  # the compact table: its finding on its own line, first of the endpoints
             assert rule in row, row
             assert lines.index(row) == next(i for i, line in enumerate(lines) if line.lstrip().startswith("endpoint ")) + 1

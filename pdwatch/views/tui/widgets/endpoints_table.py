@@ -42,13 +42,19 @@ class EndpointsTable(DataTable):
     def on_mount(self) -> None:
         self._columns(self.size.width < self.NARROW if self.size.width else False)
 
-    def _columns(self, narrow: bool) -> None:
+    def _labels(self) -> tuple[str, ...]:
+        return ("endpoint", "tok/s", "run/wait", "KV", "finding") if self.narrow else \
+            ("endpoint", "role", "eng", "prompt", "gen", "run/wait", "KV", "finding")
+
+    def _columns(self, narrow: bool, cells: list[list[Text]] | None = None) -> None:
+        """(Re)make the columns, each as wide as its label and what it shows now (explicit widths:
+        the auto widths grew with the widest value of the run and were not always updated in time)."""
         self.narrow = narrow
+        labels = self._labels()
+        widths = [max([len(label)] + [c[i].cell_len for c in cells or []]) for i, label in enumerate(labels)]
         self.clear(columns=True)
-        if narrow:
-            self.add_columns("endpoint", "tok/s", "run/wait", "KV", "finding")
-        else:
-            self.add_columns("endpoint", "role", "eng", "prompt", "gen", "run/wait", "KV", "finding")
+        for label, width in zip(labels, widths):
+            self.add_column(label, width=width)
         self._shown = None
 
     def on_resize(self, event) -> None:
@@ -72,7 +78,7 @@ class EndpointsTable(DataTable):
         selected = self.selected()
         at_top = self.cursor_row == 0  # the worst endpoint stays under the cursor until one moves it
         self.names = [r.name for r in rows]
-        self._columns(self.narrow)  # widths fit what is shown now, not the widest value of the run so far
+        self._columns(self.narrow, cells)  # widths fit what is shown now, not the widest value of the run so far
         self._shown = key
         for r, cs in zip(rows, cells):
             self.add_row(*cs, key=r.name)

@@ -29,7 +29,8 @@ class FindingsTable(DataTable):
         self._shown: tuple | None = None
 
     def on_mount(self) -> None:
-        self.add_columns("severity", "rule", "endpoint", "since", "summary")
+        for label in ("severity", "rule", "endpoint", "since", "summary"):
+            self.add_column(label, width=len(label))
 
     def show(self, findings: tuple[FindingRow, ...], groups: tuple[FindingGroup, ...] | None = None) -> None:
         groups = tuple(groups) if groups is not None else group_findings(findings)
@@ -40,9 +41,8 @@ class FindingsTable(DataTable):
         selected = self.selected()
         selected_row = self.items[self.cursor_row] if self.items and 0 <= self.cursor_row < len(self.items) else None
         self.findings, self.groups = list(findings), list(groups)
-        self.clear(columns=True)  # column widths fit what is shown now, not the widest text of the run so far
-        self.add_columns("severity", "rule", "endpoint", "since", "summary")
         self.items = []
+        rows: list[list[Text]] = []
         for gi, g in enumerate(self.groups):
             first = self.findings[g.members[0]]
             if len(g.members) == 1:
@@ -50,22 +50,30 @@ class FindingsTable(DataTable):
                 endpoint = first.endpoint or "(deployment)"
                 if first.engines and len(first.engines) < 8:
                     endpoint += " e" + ",".join(map(str, first.engines))
-                self.add_row(severity(first.severity), Text(first.rule), Text(endpoint), Text(time_text(first.start)),
-                             Text(first.summary, overflow="ellipsis", no_wrap=True))
+                rows.append([severity(first.severity), Text(first.rule), Text(endpoint), Text(time_text(first.start)),
+                             Text(first.summary, overflow="ellipsis", no_wrap=True)])
                 continue
             open_ = (g.rule, g.severity) in self.expanded
             self.items.append((gi, None))
             label = Text(("▾ " if open_ else "▸ ") + f"{g.label} ({len(set(g.endpoints))})")
             summary = Text(first.summary, overflow="ellipsis", no_wrap=True)
             summary.append(f" (+{len(g.members) - 1} alike)", style="dim")
-            self.add_row(severity(first.severity), Text(first.rule), label, Text(time_text(first.start)), summary)
+            rows.append([severity(first.severity), Text(first.rule), label, Text(time_text(first.start)), summary])
             if open_:
                 for i in g.members:
                     f = self.findings[i]
                     self.items.append((gi, i))
                     endpoint = "  └ " + (f.endpoint or "(deployment)")
-                    self.add_row(Text(""), Text(""), Text(endpoint), Text(time_text(f.start)),
-                                 Text(f.summary, overflow="ellipsis", no_wrap=True))
+                    rows.append([Text(""), Text(""), Text(endpoint), Text(time_text(f.start)),
+                                 Text(f.summary, overflow="ellipsis", no_wrap=True)])
+        # explicit widths from what is shown now (auto widths grew with the widest text of the run)
+        labels = ("severity", "rule", "endpoint", "since", "summary")
+        widths = [max([len(label)] + [r[i].cell_len for r in rows]) for i, label in enumerate(labels)]
+        self.clear(columns=True)
+        for label, width in zip(labels, widths):
+            self.add_column(label, width=width)
+        for row in rows:
+            self.add_row(*row)
         target = None
         if selected_row is not None and selected is not None:
             for r, (gi, mi) in enumerate(self.items):
