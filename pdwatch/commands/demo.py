@@ -116,7 +116,7 @@ def _dashboard(cfg, opts, folder: str) -> int:
     session = LiveSession([folder], mode="watch")
     try:
         PdwatchApp(session, export_path=default_export_path([folder]),
-                   banner=f"SIMULATION (pdwatch demo): no cluster; the logs are written into {folder}").run()
+                   banner=f"pdwatch demo, a simulation: its logs are in {folder}").run()
     finally:
         stop.set()
         session.close()
