@@ -9,7 +9,6 @@ import math
 import shutil
 from pathlib import Path
 
-import pytest
 
 from pdwatch.session.live import LiveSession
 from pdwatch.sources.window import read_window
