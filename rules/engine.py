@@ -106,12 +106,36 @@ class RuleEngine:
         with np.errstate(all="ignore"):  # overflow/NaN are values here (unknown), not warnings
             for ri, rule in enumerate(self.rules):
                 out += self._step(ri, rule, evaluation.ctx(rule.scope), now_us)
+        self._take_pattern_notices()
+        return out
+
+    def evaluate_series(self, view: DeploymentView, times: Sequence[datetime]) -> None:
+        """``evaluate(view, t)`` for each of ``times`` in order, all at once (``rules.sweep``):
+        the same alerts, firing periods, findings and notices afterwards (the states each
+        evaluation would return are not made). For a report, a replay and its seeks, where the
+        whole clock is known; live ticks call ``evaluate``. Both may be mixed in any order.
+
+        Raises:
+            ValueError: a naive time, or one earlier than the one before it.
+        """
+        stamps = [_to_us(t) for t in times]
+        previous = self._last_now
+        for us in stamps:
+            if previous is not None and us < previous:
+                raise ValueError(f"the clock went backwards at {_dt(us)}")
+            previous = us
+        if not stamps:
+            return
+        from .sweep import run  # here: a live session that only steps never loads it
+        run(self, view, np.asarray(stamps, dtype=np.int64))
+        self._last_now = stamps[-1]
+
+    def _take_pattern_notices(self) -> None:
         for pattern in self._patterns:
             if pattern.notices:
                 new = pattern.take_notices()
                 self.notices += new
                 self._unread += new
-        return out
 
     def take_notices(self) -> list[str]:
         """Notices (one line each, ``file:line: ...``) since the previous call."""
@@ -318,7 +342,7 @@ def _fill(hole: Hole, i: int, rule: Rule, ctx: Ctx, alert: _Alert, holes: dict[i
     if hole.name == "severity":
         return alert.severity or rule.severity
     if hole.name == "role":
-        e = ctx.lay.ep[i]
+        e = ctx.lay.ep[i if ctx.sweep is None else ctx.base_inst[i]]
         return ctx.lay.view.endpoints[e].role if e >= 0 else "deployment"
     assert hole.expr is not None
     fact = raw_fact_name(hole.expr)
