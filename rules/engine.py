@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -109,11 +109,16 @@ class RuleEngine:
         self._take_pattern_notices()
         return out
 
-    def evaluate_series(self, view: DeploymentView, times: Sequence[datetime]) -> None:
+    def evaluate_series(self, view: DeploymentView, times: Sequence[datetime],
+                        facts_at: Mapping[str, Mapping[str, Sequence[float]]] | None = None) -> None:
         """``evaluate(view, t)`` for each of ``times`` in order, all at once (``rules.sweep``):
         the same alerts, firing periods, findings and notices afterwards (the states each
         evaluation would return are not made). For a report, a replay and its seeks, where the
         whole clock is known; live ticks call ``evaluate``. Both may be mixed in any order.
+
+        ``facts_at``: numeric endpoint facts whose value changes along the clock (a replay's
+        store learns ``stats_interval_s`` anew as lines arrive): fact -> endpoint -> its value
+        at each of ``times``; the view's value is each endpoint's at the last time.
 
         Raises:
             ValueError: a naive time, or one earlier than the one before it.
@@ -127,7 +132,7 @@ class RuleEngine:
         if not stamps:
             return
         from .sweep import run  # here: a live session that only steps never loads it
-        run(self, view, np.asarray(stamps, dtype=np.int64))
+        run(self, view, np.asarray(stamps, dtype=np.int64), {k: dict(v) for k, v in (facts_at or {}).items()})
         self._last_now = stamps[-1]
 
     def _take_pattern_notices(self) -> None:

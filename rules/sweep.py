@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 # Rows a chunk of the clock may gather in one window (the time axis is cut so that the
 # widest window of any rule stays under it): memory stays bounded whatever the run's length.
 ROW_BUDGET = 2_000_000
+STEP_AT_MOST = 2
 _CLOCKLESS_CALLS = frozenset({"fact", "has_fact", "max_capture_size", "role", "endpoint", "engines", "engine",
                               "abs", "least", "greatest", "coalesce", "peer_count", "peer_any", "peer_all",
                               "peer_min", "peer_max", "peer_avg", "peer_sum"})
@@ -67,6 +68,26 @@ def stepped(rule: Rule) -> str | None:
         if e is not None and any(isinstance(n, Call) and n.name == "count_matching" for n in e.root.walk()):
             return "count_matching: a user pattern's timeouts depend on the order of its searches"
     return None
+
+
+def facts_read(node: Node) -> frozenset[str]:
+    """The facts a node reads (``fact``, ``has_fact``, ``max_capture_size``, ``interval``)."""
+    got = getattr(node, "_facts_read", None)
+    if got is None:
+        names: set[str] = set()
+        for n in node.walk():
+            if isinstance(n, Call):
+                if n.name in ("fact", "has_fact") and n.args and isinstance(n.args[0], Lit):
+                    names.add(str(n.args[0].value))
+                elif n.name == "max_capture_size":
+                    names |= {"max_capture_size", "max_num_seqs"}
+                elif n.name == "interval":
+                    names.add("stats_interval_s")
+            elif isinstance(n, Samples):
+                names.add("stats_interval_s")
+        got = frozenset(names)
+        node._facts_read = got  # type: ignore[attr-defined]
+    return got
 
 
 def clockless(node: Node) -> bool:
@@ -90,10 +111,14 @@ def clockless(node: Node) -> bool:
 class Sweep:
     """One view evaluated at many clock times (``times``: us relative to the layouts' t0)."""
 
-    def __init__(self, layouts: Layouts, view: DeploymentView, times: np.ndarray) -> None:
+    def __init__(self, layouts: Layouts, view: DeploymentView, times: np.ndarray,
+                 facts_at: dict[str, np.ndarray] | None = None) -> None:
+        """``facts_at``: endpoint facts that change along the clock, name -> (times, endpoints)
+        array of floats (NaN: the view's value)."""
         self.layouts = layouts
         self.view = view
         self.times = np.asarray(times, dtype=np.int64)
+        self.facts_at = facts_at or {}
         self._steps: dict[str, Ctx] = {}
         self._grids: dict[tuple, SweepCtx] = {}
 
@@ -126,7 +151,7 @@ class Sweep:
 
     # -- how a node is evaluated over pairs ------------------------------------------------
     def evaluate(self, node: Node, ctx: "SweepCtx") -> Any:
-        if clockless(node):
+        if clockless(node) and not (self.facts_at and facts_read(node) & self.facts_at.keys()):
             v = ev(node, self.step_ctx(ctx.lay.kind))
             return v[ctx.base_inst] if isinstance(v, np.ndarray) else v
         if isinstance(node, Binary) and node.op in ("and", "or"):
@@ -255,15 +280,31 @@ class SweepCtx(Ctx):
         got = self.cache.get(key)
         if got is None:
             got = self.sweep.step_ctx(self.lay.kind).fact(name)[self.base_inst]
+            changing = self._changing(name)
+            if changing is not None:
+                got = np.where(np.isnan(changing), got, changing) if got.dtype != object else \
+                    np.array([g if c != c else c for g, c in zip(got, changing)], dtype=object)
             self.cache[key] = got
         return got
+
+    def _changing(self, name: str) -> np.ndarray | None:
+        """The pairs' values of a fact that changes along the clock (NaN: the view's), or None."""
+        table = self.sweep.facts_at.get(name)
+        if table is None or self.lay.kind == "deployment":
+            return None
+        ep = self.base_inst if self.lay.kind == "endpoint" else self.lay.ep[self.base_inst]
+        return table[self.tidx, ep]
 
     def has_fact(self, name: str) -> np.ndarray:
         return self.sweep.step_ctx(self.lay.kind).has_fact(name)[self.base_inst]
 
     def raw_fact(self, name: str) -> list[Any]:
         raw = self.sweep.step_ctx(self.lay.kind).raw_fact(name)
-        return [raw[b] for b in self.base_inst.tolist()]
+        out = [raw[b] for b in self.base_inst.tolist()]
+        changing = self._changing(name)
+        if changing is not None:
+            out = [x if c != c else float(c) for x, c in zip(out, changing.tolist())]
+        return out
 
     # -- stats interval ----------------------------------------------------------------
     def _interval(self) -> np.ndarray:
@@ -274,10 +315,10 @@ class SweepCtx(Ctx):
             if not grid.lay.n:
                 return np.full(self.n, float(_DEFAULT_IV_US))
             return grid.interval_us().reshape(len(tset), grid.lay.n).min(axis=1)[where]
-        fact = self.sweep.step_ctx(lay.kind).fact("stats_interval_s")
+        fact = self.fact("stats_interval_s")
         if fact.dtype == object:
             fact = np.array([v if isinstance(v, (int, float)) else NAN for v in fact], dtype=np.float64)
-        out = (fact * 1e6)[self.base_inst]
+        out = fact * 1e6
         bad = ~(out > 0)
         if bad.any():
             out = np.where(bad, self._measured_interval_us(bad), out)
@@ -338,25 +379,51 @@ class _Episode:
     keep_since: int | None = None
 
 
-def run(engine: "RuleEngine", view: DeploymentView, times_abs: np.ndarray) -> None:
-    """``engine.evaluate(view, t)`` for each time (absolute us, non-decreasing), in place."""
+def run(engine: "RuleEngine", view: DeploymentView, times_abs: np.ndarray,
+        facts_at: dict[str, dict[str, Any]] | None = None) -> None:
+    """``engine.evaluate(view, t)`` for each time (absolute us, non-decreasing), in place.
+    ``facts_at``: endpoint facts that change along the clock, name -> endpoint -> value per time."""
     layouts = engine._layouts(view)
     t0 = layouts.t0
     times = np.asarray(times_abs, dtype=np.int64) - t0
-    swept = [ri for ri, rule in enumerate(engine.rules) if stepped(rule) is None]
+    changing: dict[str, np.ndarray] = {}
+    names = [e.name for e in view.endpoints]
+    for fact, per_endpoint in (facts_at or {}).items():
+        table = np.full((len(times), len(names)), np.nan)
+        for e, name in enumerate(names):
+            if name in per_endpoint:
+                table[:, e] = np.asarray(per_endpoint[name], dtype=np.float64)
+        changing[fact] = table
+    # Two times or fewer are stepped: a sweep's set-up (~4 ms for the built-in rules) costs two steps.
+    swept = [ri for ri, rule in enumerate(engine.rules) if stepped(rule) is None] if len(times) > STEP_AT_MOST else []
     stepped_rules = [ri for ri in range(len(engine.rules)) if ri not in set(swept)]
     with np.errstate(all="ignore"):
         if swept:
-            truths = _conditions(engine, layouts, view, times, swept)
+            truths = _conditions(engine, layouts, view, times, swept, changing)
             for ri in swept:
-                _advance(engine, ri, engine.rules[ri], layouts, view, times, *truths[ri])
-    for t in times_abs.tolist() if stepped_rules else []:
-        evaluation = Evaluation(layouts, int(t), view)
+                _advance(engine, ri, engine.rules[ri], layouts, view, times, changing, *truths[ri])
+    for k, t in enumerate(times_abs.tolist() if stepped_rules else []):
+        evaluation = Evaluation(layouts, int(t), _view_at(view, changing, k))
         with np.errstate(all="ignore"):
             for ri in stepped_rules:
                 rule = engine.rules[ri]
                 engine._step(ri, rule, evaluation.ctx(rule.scope), int(t))
         engine._take_pattern_notices()
+
+
+def _view_at(view: DeploymentView, changing: dict[str, np.ndarray], k: int) -> DeploymentView:
+    """The view with the changing facts' values of the ``k``-th time."""
+    if not changing:
+        return view
+    from dataclasses import replace
+    endpoints = []
+    for e, ep in enumerate(view.endpoints):
+        facts = dict(ep.facts)
+        for name, table in changing.items():
+            if table[k, e] == table[k, e]:
+                facts[name] = float(table[k, e])
+        endpoints.append(replace(ep, facts=facts))
+    return DeploymentView(tuple(endpoints), view.facts)
 
 
 def _widest_window_s(rules: list[Rule], view: DeploymentView) -> float:
@@ -391,7 +458,8 @@ def _chunk(layouts: Layouts, rules: list[Rule], view: DeploymentView, times: np.
 
 
 def _conditions(engine: "RuleEngine", layouts: Layouts, view: DeploymentView, times: np.ndarray,
-                swept: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+                swept: list[int], changing: dict[str, np.ndarray]
+                ) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
     """Per rule, (condition, hold, keep) for every (time, instance): arrays of shape (T, n)."""
     rules = [engine.rules[ri] for ri in swept]
     T = len(times)
@@ -403,7 +471,7 @@ def _conditions(engine: "RuleEngine", layouts: Layouts, view: DeploymentView, ti
     step = _chunk(layouts, rules, view, times)
     for a in range(0, T, step):
         b = min(T, a + step)
-        sweep = Sweep(layouts, view, times[a:b])
+        sweep = Sweep(layouts, view, times[a:b], {k: v[a:b] for k, v in changing.items()})
         for ri, rule in zip(swept, rules):
             ctx = sweep.grid(rule.scope)
             n = ctx.lay.n
@@ -431,7 +499,8 @@ def _truth(rule: Rule, ctx: SweepCtx) -> np.ndarray:
 
 
 def _advance(engine: "RuleEngine", ri: int, rule: Rule, layouts: Layouts, view: DeploymentView,
-             times: np.ndarray, truth: np.ndarray, hold: np.ndarray, keep: np.ndarray | None) -> None:
+             times: np.ndarray, changing: dict[str, np.ndarray], truth: np.ndarray, hold: np.ndarray,
+             keep: np.ndarray | None) -> None:
     """Move rule ``ri``'s alerts through ``times`` (relative us) given its condition there."""
     from .engine import _Alert, _engines_of, _Period
 
@@ -461,17 +530,15 @@ def _advance(engine: "RuleEngine", ri: int, rule: Rule, layouts: Layouts, view: 
             ep.alert = _Alert(ep.key, PENDING, abs_times[ep.created], _engines_of(lay, ep.inst))
     # What happened, in the order the step engine saw it (time, then instance).
     fired = sorted((ep for ep in episodes if ep.fired is not None), key=lambda ep: (ep.fired, ep.inst))
-    _texts(engine, rule, layouts, view, times, episodes)
-    sweep_fire = None
+    _texts(engine, rule, Sweep(layouts, view, times, changing), episodes)
     if fired:
-        sweep_fire = Sweep(layouts, view, times)
-        ctx = sweep_fire.points(rule.scope, [ep.fired for ep in fired], [ep.inst for ep in fired])
+        ctx = Sweep(layouts, view, times, changing).points(rule.scope, [ep.fired for ep in fired], [ep.inst for ep in fired])
         back = lookback_us(rule, ctx)
         for k, ep in enumerate(fired):
             ep.alert.state, ep.alert.fired_at = FIRING, abs_times[ep.fired]
             ep.alert.evidence = EvidenceLog(int(ep.alert.active_at - back[k]))
             engine._periods.append(_Period(ri, ep.alert))
-    _evidence(rule, layouts, view, times, [ep for ep in episodes if ep.firing_from is not None])
+    _evidence(rule, Sweep(layouts, view, times, changing), [ep for ep in episodes if ep.firing_from is not None])
     for ep in episodes:
         alert = ep.alert
         if ep.resolved is not None:
@@ -562,8 +629,7 @@ def _walk(key: Any, i: int, alert: "_Alert | None", truth: np.ndarray, now: np.n
     return [x for x in out if not (x.deleted and x.created is not None)]
 
 
-def _texts(engine: "RuleEngine", rule: Rule, layouts: Layouts, view: DeploymentView, times: np.ndarray,
-           episodes: list[_Episode]) -> None:
+def _texts(engine: "RuleEngine", rule: Rule, sweep: Sweep, episodes: list[_Episode]) -> None:
     """Value, severity and texts where the step engine last refreshed them (and when it fired)."""
     wanted = [ep for ep in episodes if ep.last_held is not None and not ep.deleted]
     if not wanted:
@@ -571,7 +637,6 @@ def _texts(engine: "RuleEngine", rule: Rule, layouts: Layouts, view: DeploymentV
     at_fire = [ep for ep in wanted if ep.fired is not None]
     steps = [ep.fired for ep in at_fire] + [ep.last_held for ep in wanted]
     insts = [ep.inst for ep in at_fire] + [ep.inst for ep in wanted]
-    sweep = Sweep(layouts, view, times)
     ctx = sweep.points(rule.scope, steps, insts)
     if at_fire:
         engine._refresh(rule, ctx, [(k, ep.alert) for k, ep in enumerate(at_fire)])
@@ -583,9 +648,9 @@ def _texts(engine: "RuleEngine", rule: Rule, layouts: Layouts, view: DeploymentV
     engine._refresh(rule, ctx, last)
 
 
-def _evidence(rule: Rule, layouts: Layouts, view: DeploymentView, times: np.ndarray,
-              episodes: list[_Episode]) -> None:
+def _evidence(rule: Rule, sweep: Sweep, episodes: list[_Episode]) -> None:
     """The lines ``evidence.collect`` would have added at each step an alert fired at."""
+    layouts, times = sweep.layouts, sweep.times
     lay = layouts.get(rule.scope)
     if lay.kind == "deployment":
         return
@@ -604,7 +669,6 @@ def _evidence(rule: Rule, layouts: Layouts, view: DeploymentView, times: np.ndar
         base = np.concatenate([np.full(len(s), ep.inst) for s, ep in zip(steps, episodes)])
         lo = np.concatenate([np.concatenate(([ep.alert.evidence.scanned_to - t0], times[s[:-1]]))
                              for s, ep in zip(steps, episodes)])
-        sweep = Sweep(layouts, view, times)
         ctx = sweep.points(rule.scope, tidx, base)
         sel = ctx.select_between(np.maximum(lo, -1), ctx.now)
         if sel.total:

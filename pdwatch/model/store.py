@@ -301,17 +301,51 @@ class Store:
         # endpoint that got a line, and pandas' groupby cost ~1.5 ms a call.
         if len(frame) < 2:
             return
-        engines = frame["engine"].to_numpy()
-        stamps = frame["ts"].dt.tz_convert(None).to_numpy().astype("datetime64[ns]").astype(np.int64)
-        order = np.argsort(engines, kind="stable")  # each engine's rows, in frame (time) order
-        engines, stamps = engines[order], stamps[order]
-        gaps = (np.diff(stamps) / 1e9)[engines[1:] == engines[:-1]]
-        gaps = gaps[gaps > 0]
+        gaps, _ = interval_gaps(frame)
         if len(gaps):
             endpoint.facts["stats_interval_s"] = float(np.median(gaps))
 
+    def changes_structure(self, event: Event) -> bool:
+        """Whether adding ``event`` may change more than the rows the rules read up to a time: the
+        endpoints (a new source, a server's first line), an endpoint's engines, role, GPUs or
+        facts, whether it has learned a stats interval yet. /metrics rows count as changes, as do
+        kept events without a time. A replay evaluates the stretches of its
+        clock between changes in one sweep."""
+        if "://" in event.source:
+            return True
+        endpoint = self.model.known(event.source)
+        if endpoint is None:
+            return True
+        kind = event.kind
+        if kind in _MODEL_KINDS or (endpoint.name not in self._servers and kind not in GENERIC_KINDS):
+            return True
+        if event.ts is None and kind in _KEPT_EVENT_KINDS:
+            return True  # a kept event without a time counts from the start (count_events "so far")
+        engine = event.engine
+        if kind == "stats":
+            if "stats_interval_s" not in endpoint.facts:
+                return True
+            engine = 0 if engine is None else engine
+        elif kind in ("spec_decode", "kv_transfer"):
+            return False  # kept, and their engine is not the endpoint's (DeploymentModel.observe)
+        return engine is not None and engine not in endpoint.engines
+
 
 _ROLE_ORDER = {"prefill": 0, "decode": 1, "aggregated": 2, "unknown": 3, "frontend": 4}
+
+
+def interval_gaps(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each engine's positive spacing between consecutive stats lines (seconds), and the time of
+    the later line of each (us since the epoch): the stats interval is their median."""
+    engines = frame["engine"].to_numpy()
+    stamps = frame["ts"].dt.tz_convert(None).to_numpy().astype("datetime64[ns]").astype(np.int64)
+    order = np.argsort(engines, kind="stable")  # each engine's rows, in frame (time) order
+    engines, stamps = engines[order], stamps[order]
+    same = engines[1:] == engines[:-1]
+    gaps = (np.diff(stamps) / 1e9)[same]
+    later = stamps[1:][same] // 1000
+    keep = gaps > 0
+    return gaps[keep], later[keep]
 
 
 def _float(value: Any) -> float:

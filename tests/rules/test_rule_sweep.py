@@ -15,6 +15,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from pdwatch.rules import RuleEngine, load_rules, parse_rules_text
+from pdwatch.rules import DeploymentView, RuleEngine, load_rules, parse_rules_text
 from pdwatch.rules.casefile import DEFAULT_START, _last_sample, _seconds, _start, build_view
 from pdwatch.rules.sweep import stepped
 
@@ -65,15 +66,29 @@ def differences(a, b, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {a!r:.300} vs {b!r:.300}"]
 
 
-def assert_same(rules, view, times, cuts=()) -> RuleEngine:
-    """Step through ``times``; sweep them, in pieces cut at ``cuts``; compare after each piece."""
+def _view_at(view, facts_at, k):
+    """``view`` with each changing fact's value at the ``k``-th time."""
+    endpoints = []
+    for ep in view.endpoints:
+        facts = dict(ep.facts)
+        for name, per_endpoint in facts_at.items():
+            if ep.name in per_endpoint:
+                facts[name] = per_endpoint[ep.name][k]
+        endpoints.append(replace(ep, facts=facts))
+    return DeploymentView(tuple(endpoints), view.facts)
+
+
+def assert_same(rules, view, times, cuts=(), facts_at=None) -> RuleEngine:
+    """Step through ``times``; sweep them, in pieces cut at ``cuts``; compare after each piece.
+    ``facts_at``: facts that change along the clock (fact -> endpoint -> value per time)."""
     step, sweep = RuleEngine(rules), RuleEngine(rules)
     bounds = sorted({c for c in cuts if 0 < c < len(times)}) + [len(times)]
     start = 0
     for end in bounds:
-        for t in times[start:end]:
-            step.evaluate(view, t)
-        sweep.evaluate_series(view, times[start:end])
+        for k in range(start, end):
+            step.evaluate(_view_at(view, facts_at, k) if facts_at else view, times[k])
+        piece = {name: {ep: values[start:end] for ep, values in per.items()} for name, per in (facts_at or {}).items()}
+        sweep.evaluate_series(view, times[start:end], piece or None)
         diff = differences(held(step), held(sweep))
         assert not diff, f"after steps {start}..{end}:\n" + "\n".join(diff[:8])
         start = end
@@ -250,15 +265,18 @@ def random_run(rng: random.Random):
     if count > 3 and rng.random() < 0.2:
         times.insert(2, times[2])
     cuts = sorted(rng.sample(range(1, count), min(3, count - 1))) if count > 1 and rng.random() < 0.6 else []
-    return view, times, cuts
+    # A replay's store learns each endpoint's interval anew as lines come: it changes along the clock.
+    facts_at = {"stats_interval_s": {e.name: [interval * rng.choice([0.97, 1.0, 1.0, 1.3]) for _ in times]
+                                     for e in view.endpoints if "stats_interval_s" in e.facts and rng.random() < 0.5}}
+    return view, times, cuts, facts_at if facts_at["stats_interval_s"] else None
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_random_deployments(seed):
     rules = load_rules() + parse_rules_text(FUZZ_RULES, "fuzz.yaml")
-    view, times, cuts = random_run(random.Random(seed))
-    assert_same(rules, view, times, cuts)
+    view, times, cuts, facts_at = random_run(random.Random(seed))
+    assert_same(rules, view, times, cuts, facts_at)
 
 
 def test_count_matching_rules_are_stepped():
@@ -268,7 +286,7 @@ def test_count_matching_rules_are_stepped():
 
 
 def test_the_clock_may_not_go_back():
-    view, times, _ = random_run(random.Random(1))
+    view, times, _, _ = random_run(random.Random(1))
     engine = RuleEngine(load_rules())
     engine.evaluate_series(view, times[3:5])
     with pytest.raises(ValueError, match="backwards"):
