@@ -65,6 +65,7 @@ class _PieceResult:
     stats_set: bool = True
     in_slot: int | None = None  # bytes of output left in the piece's output slot, in place of ``output``
     wrapped: bool = False  # the scanner found terminal-wrapped lines (only the first piece looks)
+    skip_met: frozenset[str] = frozenset()  # skipped kinds whose lines the piece met (LogScanner.skip_met)
 
 
 def worker_count() -> int:
@@ -254,29 +255,43 @@ class FileScan:
                 yield result.finish_output
 
 
-# In a scanner's boundary state, the engine of the last stats line and whether one was seen.
+# In a scanner's boundary state, the engine of the last stats line and whether one was seen,
+# and the skipped kinds whose first line is still to come.
 _STATS_STATE = slice(1, 3)
+_UNSEEN = 8
 
 
 def _without_stats(state: tuple) -> tuple:
-    return state[:_STATS_STATE.start] + state[_STATS_STATE.stop:]
+    return state[:_STATS_STATE.start] + state[_STATS_STATE.stop:_UNSEEN] + state[_UNSEEN + 1:]
 
 
 def _guess_holds(result: _PieceResult, true_state: tuple | None) -> bool:
     """The warm-up's guess is right wherever the piece depended on it. The stats part counts
     only if a line used it: where stats lines are further apart than the warm-up, the guess
-    misses them, and every piece would otherwise be rescanned for nothing."""
-    if result.entry_stats_used:
+    misses them, and every piece would otherwise be rescanned for nothing. So does a skipped
+    kind the warm-up did not meet though it came before (a frontend's one ``added model`` line
+    at start-up: every piece of a report was rescanned here for it): only a piece that met
+    such a line gave it as a first one."""
+    if true_state is None:
         return result.state_before == true_state
-    return true_state is not None and _without_stats(result.state_before) == _without_stats(true_state)
+    before = result.state_before
+    guess_unseen, true_unseen = before[_UNSEEN], true_state[_UNSEEN]
+    if not guess_unseen >= true_unseen or (guess_unseen - true_unseen) & result.skip_met:
+        return False
+    if result.entry_stats_used:
+        return _without_stats(before) == _without_stats(true_state) and before[_STATS_STATE] == true_state[_STATS_STATE]
+    return _without_stats(before) == _without_stats(true_state)
 
 
 def _state_after(result: _PieceResult, true_state: tuple | None) -> tuple:
-    """A piece without a stats line of its own ends with the stats state it was given."""
-    if result.stats_set or result.state_before is None or true_state is None:
-        return result.state_after
+    """A piece without a stats line of its own ends with the stats state it was given; a skipped
+    kind seen before it stays seen."""
     after = result.state_after
-    return after[:_STATS_STATE.start] + true_state[_STATS_STATE] + after[_STATS_STATE.stop:]
+    if result.state_before is None or true_state is None:
+        return after
+    if not result.stats_set:
+        after = after[:_STATS_STATE.start] + true_state[_STATS_STATE] + after[_STATS_STATE.stop:]
+    return after[:_UNSEEN] + (after[_UNSEEN] & true_state[_UNSEEN],) + after[_UNSEEN + 1:]
 
 
 def _check_splittable(path: str, data: mmap.mmap, year: int | None, tz: tzinfo | None, mtime: float) -> None:
@@ -393,7 +408,8 @@ def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, 
     elif piece.last:
         outputs.append(render(scanner.finish()))
     return _PieceResult(outputs, state_before, scanner.boundary_state(), scanner.parse_errors, finish_output,
-                        scanner.entry_stats_used, scanner.stats_set_since_entry, wrapped=scanner.wrapped)
+                        scanner.entry_stats_used, scanner.stats_set_since_entry, wrapped=scanner.wrapped,
+                        skip_met=frozenset(scanner.skip_met))
 
 
 def _warmup_start(data: mmap.mmap, start: int) -> int:
