@@ -10,53 +10,23 @@ same results (no wall clock, no randomness, stable orderings).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from .alerts import Key, _Alert, _engines_of, _Period  # noqa: F401  (Key: the engine's keys)
 from .context import Ctx, Evaluation
 from .evidence import EvidenceLog, collect, lookback_us
 from .findings import FIRING, PENDING, RESOLVED, Finding, FindingState
-from .layout import MISSING, FrameArrays, Layout, Layouts, build_layouts
+from .layout import MISSING, FrameArrays, Layouts, build_layouts
 from .model import DeploymentView
 from .nodes import ev
 from .span import Span
 from .spec import Rule
-from .template import EnginesHole, Hole, fmt_value, join, raw_fact_name
+from .template import Hole, fmt_value, join, raw_fact_name
 from .values import broadcast, to_num
-
-Key = tuple[str | None, int | None]  # (endpoint name, engine) of a scope instance
-
-
-@dataclass
-class _Alert:
-    """One rule on one instance while pending or firing (then frozen in its period)."""
-
-    key: Key
-    state: str
-    active_at: int  # absolute us
-    engines: list[int]
-    fired_at: int | None = None
-    resolved_at: int | None = None
-    keep_since: int | None = None
-    value: float | None = None
-    severity: str | None = None  # of the rule, or of the variant that words it
-    texts: dict[str, tuple[str | EnginesHole, ...]] = field(default_factory=dict)
-    evidence: EvidenceLog | None = None
-    # What was true when it fired: the summary and value of that evaluation. A replay or a
-    # report reads a finding after its end; what live printed at the moment is these.
-    fired_texts: dict[str, tuple[str | EnginesHole, ...]] | None = None
-    fired_value: float | None = None
-
-
-@dataclass
-class _Period:
-    rule: int
-    alert: _Alert
-
 
 def _to_us(now: datetime) -> int:
     ts = pd.Timestamp(now)
@@ -324,17 +294,6 @@ def _round_robin(lists: list[list[Any]], limit: int) -> list[Any]:
             if k < len(lst) and len(out) < limit:
                 out.append(lst[k])
     return out
-
-
-def _engines_of(lay: Layout, i: int) -> list[int]:
-    """Engines a finding names: the engine, or all the endpoint's (declared or seen)."""
-    if lay.kind == "engine":
-        return [int(lay.engine[i])]
-    if lay.kind != "endpoint":
-        return []
-    e = lay.view.endpoints[i]
-    s = lay.stats
-    return sorted(set(int(x) for x in e.engines) | set(int(x) for x in np.unique(s.engine[s.ep == i])))
 
 
 def _fill(hole: Hole, i: int, rule: Rule, ctx: Ctx, alert: _Alert, holes: dict[int, Any]) -> str:

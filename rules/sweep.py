@@ -39,7 +39,7 @@ import numpy as np
 from .context import _DEFAULT_IV_US, Ctx, Evaluation
 from .evidence import EvidenceLog, Quote, _TEXT_MAX, lookback_us, stats_text
 from .findings import FIRING, PENDING, RESOLVED
-from .layout import MISSING, NAT, Layout, Layouts
+from .layout import NAT, Layout, Layouts
 from .model import DeploymentView
 from .nodes import Binary, Call, Field, Lit, Node, Samples, Unary, _scalar, ev
 from .reduce import RowSel
@@ -47,7 +47,8 @@ from .spec import Rule
 from .values import NAN, broadcast, logic_and, logic_or, to_num
 
 if TYPE_CHECKING:
-    from .engine import RuleEngine, _Alert
+    from .alerts import _Alert
+    from .engine import RuleEngine
 
 # Rows a chunk of the clock may gather in one window (the time axis is cut so that the
 # widest window of any rule stays under it): memory stays bounded whatever the run's length.
@@ -502,7 +503,7 @@ def _advance(engine: "RuleEngine", ri: int, rule: Rule, layouts: Layouts, view: 
              times: np.ndarray, changing: dict[str, np.ndarray], truth: np.ndarray, hold: np.ndarray,
              keep: np.ndarray | None) -> None:
     """Move rule ``ri``'s alerts through ``times`` (relative us) given its condition there."""
-    from .engine import _Alert, _engines_of, _Period
+    from .alerts import _Alert, _engines_of, _Period
 
     lay = layouts.get(rule.scope)
     t0 = layouts.t0
