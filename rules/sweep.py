@@ -52,7 +52,9 @@ if TYPE_CHECKING:
 
 # Rows a chunk of the clock may gather in one window (the time axis is cut so that the
 # widest window of any rule stays under it): memory stays bounded whatever the run's length.
-ROW_BUDGET = 2_000_000
+# Measured on the simulated 8 h run (2,894 times, 24 engines): 2M rows +73 MB of peak RSS and
+# 0.16 s of rules, 1M +50 MB and 0.2 s, 0.5M +34 MB and 0.26 s, 0.2M +11 MB and 0.44 s.
+ROW_BUDGET = 1_000_000
 STEP_AT_MOST = 2
 _CLOCKLESS_CALLS = frozenset({"fact", "has_fact", "max_capture_size", "role", "endpoint", "engines", "engine",
                               "abs", "least", "greatest", "coalesce", "peer_count", "peer_any", "peer_all",
