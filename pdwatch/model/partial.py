@@ -30,6 +30,7 @@ assert not UNSTORED_KINDS & _KEPT_EVENT_KINDS
 GENERIC_KINDS = frozenset({"traceback", "http_access", "shutdown", "stop_requested"})
 # What DeploymentModel.observe and the facts read beyond engine numbers: Partial relies on it.
 _MODEL_KINDS = FACT_KINDS | {"args", "engine_config", "role_hint"}
+_ENGINE_NOT_THEIRS = frozenset({"spec_decode", "kv_transfer"})  # DeploymentModel.observe: their engine is the stats line's
 assert _MODEL_KINDS <= _KEPT_EVENT_KINDS, _MODEL_KINDS - _KEPT_EVENT_KINDS
 
 
@@ -49,7 +50,9 @@ class Partial:
     count: int = 0
     raw_counts: dict[str, int] = field(default_factory=dict)
     engines: set[int] = field(default_factory=set)
-    kept: list[Event] = field(default_factory=list)  # in order: the model and facts replay them
+    # In order: the events the model and the facts read (``_MODEL_KINDS``), and the other kept
+    # events as the store's event rows already (a tuple: no Event to ship and replay for them).
+    kept: list[Event | tuple] = field(default_factory=list)
     stats_rows: list[tuple] = field(default_factory=list)
     last_ts: datetime | None = None  # of the last event with a time
 
@@ -59,7 +62,7 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
     parts: list[Partial] = []
     part: Partial | None = None
     source = None
-    kept_kinds, stats_fields, to_float = _KEPT_EVENT_KINDS, STATS_FIELDS, _float
+    kept_kinds, stats_fields, to_float, model_kinds = _KEPT_EVENT_KINDS, STATS_FIELDS, _float, _MODEL_KINDS
     raw: dict[str, int] = {}
     engines: set[int] = set()
     stats_rows: list[tuple] = []
@@ -76,7 +79,17 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
         if event.ts is not None:
             part.last_ts = event.ts
         if kind in kept_kinds:
-            kept.append(event)  # observe() decides about its engine (not spec_decode's, kv_transfer's)
+            if kind in model_kinds:
+                kept.append(event)  # observe() decides about its engine
+                continue
+            # DeploymentModel.observe and the facts do nothing else with these kinds than take the
+            # engine (not spec_decode's, kv_transfer's: the stats line's): done here. A traceback
+            # is quoted by its exception line (its text), so it is cited there too.
+            engine = event.engine
+            if engine is not None and kind not in _ENGINE_NOT_THEIRS:
+                engines.add(engine)
+            line_no = event.end_line_no if kind == "traceback" and event.end_line_no else event.line_no
+            kept.append((event.ts, engine, kind, event.source, line_no, event.text, event.values.get("reason")))
             continue
         engine = event.engine
         if engine is not None:

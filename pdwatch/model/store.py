@@ -69,6 +69,9 @@ class Store:
         endpoint.engines |= part.engines
         rows = series.event_rows
         for event in part.kept:  # every event the model and the facts read is a kept one
+            if event.__class__ is tuple:  # a kept event nothing else reads: its row already
+                rows.append(event)
+                continue
             self.model.observe(event)
             learn_facts(endpoint.facts, event)  # the rules' facts plus what capacity needs
             # A traceback is quoted by its exception line (its text), so it is cited there too.
@@ -189,8 +192,15 @@ class Store:
         if key not in self._line_memo:
             endpoint = self.model.endpoint_of(source)
             stats = self.stats(endpoint.name)
-            hit = stats[(stats["source"] == source) & (stats["line_no"] == line_no)] if not stats.empty else stats
-            self._line_memo[key] = str(hit["text"].iloc[-1]) if not hit.empty else None
+            text = None
+            if not stats.empty:
+                # The rows of that line number (numpy, on the int column), then their sources:
+                # comparing every row's source string cost 5 ms a quote on a 1 GB log's 193k rows.
+                rows = np.flatnonzero(stats["line_no"].to_numpy() == line_no)
+                sources = stats["source"].to_numpy()[rows] if len(rows) else rows
+                hit = [r for r, src in zip(rows.tolist(), sources.tolist()) if src == source]
+                text = str(stats["text"].iloc[hit[-1]]) if hit else None
+            self._line_memo[key] = text
         return self._line_memo[key]
 
     def quote(self, quote: dict[str, Any]) -> dict[str, Any]:

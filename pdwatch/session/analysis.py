@@ -240,7 +240,9 @@ class _OnEveryCore:
                            for path in sorted((p for p in files if p not in big), key=sizes.__getitem__, reverse=True)}
             self.scans: dict[str, tuple[list[SourceNotice], parallel_scan.FileScan]] = {}
             for path in big:
-                started = _start_scan(path, self.pool, workers, year, tz)
+                # Its lines are counted here while the workers read other files (queued behind them,
+                # the counts would hold this process back), by the idle workers otherwise.
+                started = _start_scan(path, self.pool, workers, year, tz, bool(self.wholes))
                 if started is None:
                     self.wholes[path] = self.pool.submit(_read_file, path)
                 else:
@@ -284,7 +286,7 @@ class _OnEveryCore:
 
 
 def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | None,
-                tz: tzinfo | None) -> tuple[list[SourceNotice], parallel_scan.FileScan] | None:
+                tz: tzinfo | None, count_here: bool = False) -> tuple[list[SourceNotice], parallel_scan.FileScan] | None:
     """A big file's scan in pieces, started, with the notice its sequential read gives on
     opening it; None when it must be read as a whole (``NotSplittable``, or a notice other than
     "opened", as for NUL padding, that the pieces would not give)."""
@@ -304,7 +306,7 @@ def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | 
         scan = parallel_scan.FileScan(path, year=year, tz=tz, render=fold_events, workers=workers,
                                       skip_kinds=UNSTORED_KINDS,
                                       piece_bytes=piece_bytes, finish_apart=True, probe=False)
-        scan.start(pool, count_here=True)  # the workers are busy with the other files: not behind them
+        scan.start(pool, count_here=count_here)
     except (parallel_scan.NotSplittable, OSError):
         return None
     return opened, scan
