@@ -110,12 +110,16 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def bench(shape: str, files: list[str], repeat: int, rss_file: str | None, use_lnav: bool) -> dict:
+def bench(shape: str, files: list[str], repeat: int, rss_file: str | None, use_lnav: bool,
+          ref: str | None = None) -> dict:
     pdwatch = bp.pdwatch_command()
     # grep exits 1 when it counts nothing (the dense log has no stats line): that is no failure.
     tools = {"grep -c": ["sh", "-c", 'grep -c "$0" "$@"; test $? -le 1', bp.NEEDLE, *files],
              "parse": [*pdwatch, "parse", *files, "--format", "jsonl"],
              "report": [*pdwatch, "report", *files, "--format", "json"]}
+    if ref:  # another build of pdwatch (e.g. main's), timed in the same run
+        tools["ref parse"] = [ref, "parse", *files, "--format", "jsonl"]
+        tools["ref report"] = [ref, "report", *files, "--format", "json"]
     if use_lnav:
         tools["lnav"] = ["lnav", "-n", "-c", bp.LNAV_QUERY, *files]
     print(f"[{shape}] warm-up", flush=True)
@@ -146,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per tool (default 3)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out-dir", default=str(BENCH_DIR / "out" / "shapes"), help="where the logs go")
+    ap.add_argument("--ref", metavar="PDWATCH", help="another pdwatch executable (e.g. main's, in its own venv) "
+                                                      "timed in the same run: rows 'ref parse', 'ref report'")
     args = ap.parse_args(argv)
     shapes = [s for s in args.shapes.split(",") if s] + (list(BIG) if args.big else [])
     out = Path(args.out_dir)
@@ -157,14 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     compile_pdwatch()
     files = {shape: [str(p) for p in inputs(shape, out, args.seed)] for shape in shapes}
     load_before = os.getloadavg()
-    results = {shape: bench(shape, files[shape], args.repeat, rss_file, use_lnav) for shape in shapes}
+    results = {shape: bench(shape, files[shape], args.repeat, rss_file, use_lnav, args.ref) for shape in shapes}
     load_after = os.getloadavg()
     if rss_file:
         os.unlink(rss_file)
 
     print(f"\n{os.cpu_count()} CPUs; load average (1/5/15 min) {'/'.join(f'{x:.2f}' for x in load_before)} before, "
           f"{'/'.join(f'{x:.2f}' for x in load_after)} after; medians of {args.repeat} runs")
-    print(f"{'shape':<10}{'MB':>7}{'tool':>9}{'median s':>10}{'min s':>8}{'MB/s':>8}{'CPU s':>8}{'peak RSS MB':>13}"
+    print(f"{'shape':<10}{'MB':>7}{'tool':>11}{'median s':>10}{'min s':>8}{'MB/s':>8}{'CPU s':>8}{'peak RSS MB':>13}"
           f"{'x grep':>8}{'x lnav':>8}")
     med: dict[tuple[str, str], float] = {}
     rss: dict[tuple[str, str], float] = {}
@@ -175,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             rss[shape, name] = max(x.max_rss_mb for x in runs + ([r["warm"][name]] if name in r["warm"] else []))
             lnav = f"{m / median([x.seconds for x in r['runs']['lnav']]):8.2f}" if use_lnav else f"{'-':>8}"
             grep = m / median([x.seconds for x in r["runs"]["grep -c"]])
-            print(f"{shape:<10}{mb:7.0f}{name:>9}{m:10.2f}{min(x.seconds for x in runs):8.2f}{mb / m:8.0f}"
+            print(f"{shape:<10}{mb:7.0f}{name:>11}{m:10.2f}{min(x.seconds for x in runs):8.2f}{mb / m:8.0f}"
                   f"{median(r['cpu'][name]):8.2f}{rss[shape, name]:13.1f}{grep:8.1f}{lnav}")
     print()
     for shape, r in results.items():

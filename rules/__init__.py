@@ -5,7 +5,8 @@ contract with them is ``rules.model`` (the views the store builds).
 
     from pdwatch.rules import load_rules, RuleEngine
     engine = RuleEngine(load_rules(["my_rules.yaml"]))
-    states = engine.evaluate(view, now)      # every tick (live) or every step (replay)
+    states = engine.evaluate(view, now)      # every tick (live)
+    engine.evaluate_series(view, times)      # a whole clock at once (report, replay): the same results
     report = engine.findings()               # firing periods, with evidence
 
 The expression language is documented in ``rules.expr``, the file format in
