@@ -134,6 +134,7 @@ class LogScanner:
         # state it started from was still in force when a KV-transfer / spec-decode line used it.
         self._stats_from_entry = True
         self.entry_stats_used = False
+        self.skip_met: set[str] = set()  # skipped kinds whose lines came since ``mark_entry``
         self._pending_logo: Event | None = None
         self._json_lanes: dict | None = None
         self._json_heads: dict[str, bytes] = {}
@@ -216,6 +217,7 @@ class LogScanner:
         """Whether an event of ``kind`` is dropped (a skipped kind after its first event)."""
         if kind not in self._skip:
             return False
+        self.skip_met.add(kind)
         if kind in self._skip_unseen:
             self._skipped_once(self._skip_unseen - {kind})
             return False
@@ -224,6 +226,7 @@ class LogScanner:
     def mark_entry(self) -> None:
         """From here on, note whether the stats state in force now gets used (see ``entry_stats_used``)."""
         self._stats_from_entry, self.entry_stats_used = True, False
+        self.skip_met = set()
 
     @property
     def stats_set_since_entry(self) -> bool:

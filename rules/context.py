@@ -38,6 +38,9 @@ class Evaluation:
 
 
 class Ctx:
+    # A ``rules.sweep.SweepCtx`` evaluates many clock times at once; a plain Ctx has none.
+    sweep: Any = None
+
     def __init__(self, ev: Evaluation, lay: Layout, sel: RowSel | None = None,
                  base: "Ctx | None" = None) -> None:
         self.ev = ev

@@ -10,53 +10,23 @@ same results (no wall clock, no randomness, stable orderings).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from .alerts import Key, _Alert, _engines_of, _Period  # noqa: F401  (Key: the engine's keys)
 from .context import Ctx, Evaluation
 from .evidence import EvidenceLog, collect, lookback_us
 from .findings import FIRING, PENDING, RESOLVED, Finding, FindingState
-from .layout import MISSING, FrameArrays, Layout, Layouts, build_layouts
+from .layout import MISSING, FrameArrays, Layouts, build_layouts
 from .model import DeploymentView
 from .nodes import ev
 from .span import Span
 from .spec import Rule
-from .template import EnginesHole, Hole, fmt_value, join, raw_fact_name
+from .template import Hole, fmt_value, join, raw_fact_name
 from .values import broadcast, to_num
-
-Key = tuple[str | None, int | None]  # (endpoint name, engine) of a scope instance
-
-
-@dataclass
-class _Alert:
-    """One rule on one instance while pending or firing (then frozen in its period)."""
-
-    key: Key
-    state: str
-    active_at: int  # absolute us
-    engines: list[int]
-    fired_at: int | None = None
-    resolved_at: int | None = None
-    keep_since: int | None = None
-    value: float | None = None
-    severity: str | None = None  # of the rule, or of the variant that words it
-    texts: dict[str, tuple[str | EnginesHole, ...]] = field(default_factory=dict)
-    evidence: EvidenceLog | None = None
-    # What was true when it fired: the summary and value of that evaluation. A replay or a
-    # report reads a finding after its end; what live printed at the moment is these.
-    fired_texts: dict[str, tuple[str | EnginesHole, ...]] | None = None
-    fired_value: float | None = None
-
-
-@dataclass
-class _Period:
-    rule: int
-    alert: _Alert
-
 
 def _to_us(now: datetime) -> int:
     ts = pd.Timestamp(now)
@@ -106,12 +76,41 @@ class RuleEngine:
         with np.errstate(all="ignore"):  # overflow/NaN are values here (unknown), not warnings
             for ri, rule in enumerate(self.rules):
                 out += self._step(ri, rule, evaluation.ctx(rule.scope), now_us)
+        self._take_pattern_notices()
+        return out
+
+    def evaluate_series(self, view: DeploymentView, times: Sequence[datetime],
+                        facts_at: Mapping[str, Mapping[str, Sequence[float]]] | None = None) -> None:
+        """``evaluate(view, t)`` for each of ``times`` in order, all at once (``rules.sweep``):
+        the same alerts, firing periods, findings and notices afterwards (the states each
+        evaluation would return are not made). For a report, a replay and its seeks, where the
+        whole clock is known; live ticks call ``evaluate``. Both may be mixed in any order.
+
+        ``facts_at``: numeric endpoint facts whose value changes along the clock (a replay's
+        store learns ``stats_interval_s`` anew as lines arrive): fact -> endpoint -> its value
+        at each of ``times``; the view's value is each endpoint's at the last time.
+
+        Raises:
+            ValueError: a naive time, or one earlier than the one before it.
+        """
+        stamps = [_to_us(t) for t in times]
+        previous = self._last_now
+        for us in stamps:
+            if previous is not None and us < previous:
+                raise ValueError(f"the clock went backwards at {_dt(us)}")
+            previous = us
+        if not stamps:
+            return
+        from .sweep import run  # here: a live session that only steps never loads it
+        run(self, view, np.asarray(stamps, dtype=np.int64), {k: dict(v) for k, v in (facts_at or {}).items()})
+        self._last_now = stamps[-1]
+
+    def _take_pattern_notices(self) -> None:
         for pattern in self._patterns:
             if pattern.notices:
                 new = pattern.take_notices()
                 self.notices += new
                 self._unread += new
-        return out
 
     def take_notices(self) -> list[str]:
         """Notices (one line each, ``file:line: ...``) since the previous call."""
@@ -297,17 +296,6 @@ def _round_robin(lists: list[list[Any]], limit: int) -> list[Any]:
     return out
 
 
-def _engines_of(lay: Layout, i: int) -> list[int]:
-    """Engines a finding names: the engine, or all the endpoint's (declared or seen)."""
-    if lay.kind == "engine":
-        return [int(lay.engine[i])]
-    if lay.kind != "endpoint":
-        return []
-    e = lay.view.endpoints[i]
-    s = lay.stats
-    return sorted(set(int(x) for x in e.engines) | set(int(x) for x in np.unique(s.engine[s.ep == i])))
-
-
 def _fill(hole: Hole, i: int, rule: Rule, ctx: Ctx, alert: _Alert, holes: dict[int, Any]) -> str:
     if hole.name == "endpoint":
         return alert.key[0] or "deployment"
@@ -318,7 +306,7 @@ def _fill(hole: Hole, i: int, rule: Rule, ctx: Ctx, alert: _Alert, holes: dict[i
     if hole.name == "severity":
         return alert.severity or rule.severity
     if hole.name == "role":
-        e = ctx.lay.ep[i]
+        e = ctx.lay.ep[i if ctx.sweep is None else ctx.base_inst[i]]
         return ctx.lay.view.endpoints[e].role if e >= 0 else "deployment"
     assert hole.expr is not None
     fact = raw_fact_name(hole.expr)

@@ -94,11 +94,16 @@ def _samples(ctx: Ctx, node: Call) -> np.ndarray:
     return select_window(ctx, node.args[0]).cnt.astype(np.float64)
 
 
+def _now_of(ctx: Ctx, which: np.ndarray) -> Any:
+    """The clock of the instances ``which``: one time, or one per instance in a sweep (``rules.sweep``)."""
+    return ctx.now if ctx.sweep is None else ctx.now[which]
+
+
 def _since_first(ctx: Ctx, node: Call) -> np.ndarray:
     start, end = ctx.extent()
     has = end > start
     out = np.full(ctx.n, NAN)
-    out[has] = (ctx.now - ctx.lay.ts[start[has]]) / 1e6
+    out[has] = (_now_of(ctx, has) - ctx.lay.ts[start[has]]) / 1e6
     return out
 
 
@@ -106,7 +111,7 @@ def _since_last(ctx: Ctx, node: Call) -> np.ndarray:
     start, end = ctx.extent()
     has = end > start
     out = np.full(ctx.n, NAN)
-    out[has] = (ctx.now - ctx.lay.ts[end[has] - 1]) / 1e6
+    out[has] = (_now_of(ctx, has) - ctx.lay.ts[end[has] - 1]) / 1e6
     return out
 
 
@@ -114,8 +119,12 @@ def _event_bounds(ctx: Ctx, idx: Any, window: Node | None) -> tuple[np.ndarray, 
     """Per instance, the positions [start, end) in ``idx`` of the dated events in the
     window (no window: every dated event up to now)."""
     lay = ctx.lay
-    inst = np.arange(ctx.n, dtype=np.int64) * lay.span
-    hi = min(max(ctx.now, -1), lay.span - 1)
+    if ctx.sweep is None:
+        inst = np.arange(ctx.n, dtype=np.int64) * lay.span
+        hi = min(max(ctx.now, -1), lay.span - 1)
+    else:  # a sweep: each instance of the layout at its own clock
+        inst = ctx.base_inst * lay.span
+        hi = np.clip(ctx.now, -1, lay.span - 1)
     end = np.searchsorted(idx.keys, inst + hi, side="right")
     if window is None:
         return np.searchsorted(idx.keys, inst - 1, side="right"), end
@@ -136,13 +145,15 @@ def _count_events(ctx: Ctx, node: Call) -> np.ndarray:
     if windowed:
         return (end - start).astype(np.float64)
     # No window: everything so far, and events whose time the log did not say.
-    return (end - start + idx.undated).astype(np.float64)
+    undated = idx.undated if ctx.sweep is None else idx.undated[ctx.base_inst]
+    return (end - start + undated).astype(np.float64)
 
 
 def _count_matching(ctx: Ctx, node: Call) -> np.ndarray:
     """count_events of the events whose line matches a user pattern. Only the events
     counted are searched, each line text once (the pattern memoises); a pattern switched
     off after timeouts makes the count unknown."""
+    assert ctx.sweep is None, "count_matching is evaluated step by step (rules.sweep.stepped)"
     lay, evs = ctx.lay, ctx.lay.events
     kind = node.args[0].value  # type: ignore[attr-defined]
     pat: UserPattern = node.args[1].pattern  # type: ignore[attr-defined]
@@ -174,6 +185,8 @@ def _before(ctx: Ctx, node: Call) -> np.ndarray:
     At engine scope an event without an engine (the API server's) counts for every engine
     of its endpoint: a stop of the server stops each of its engines.
     """
+    if ctx.sweep is not None:
+        return ctx.sweep.before(ctx, node, _before)
     first_kind, then_kind = node.args[0].value, node.args[1].value  # type: ignore[attr-defined]
     key = ("before", first_kind, then_kind, ctx.now)
     got = ctx.cache.get(key)
@@ -306,6 +319,8 @@ def _peer(how: str) -> Callable[[Ctx, Call], Any]:
         mask = np.array([role == "*" or e.role == role for e in eps], dtype=bool)
         if how == "count":
             return np.full(ctx.n, float(mask.sum()))
+        if ctx.sweep is not None:
+            return ctx.sweep.peer(ctx, node.args[1], mask, how)
         ectx = ctx.ev.ctx("endpoint")
         vals = broadcast(to_num(ev(node.args[1], ectx)), ectx.n)[mask]
         return np.full(ctx.n, _peer_reduce(how, vals))

@@ -9,9 +9,10 @@ Adding a fact or an event kind is a one-line change here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import pandas as pd
+if TYPE_CHECKING:  # the views hold frames; reading the names needs no pandas (a report's workers)
+    import pandas as pd
 
 ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
 

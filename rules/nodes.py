@@ -58,7 +58,10 @@ def ev(node: Node, ctx: "Ctx") -> Any:
     cache = ctx.cache
     got = cache.get(node.key)
     if got is None:
-        got = _scalar(node._eval(ctx))
+        if ctx.sweep is not None:  # many clock times at once (rules.sweep)
+            got = ctx.sweep.evaluate(node, ctx)
+        else:
+            got = _scalar(node._eval(ctx))
         cache[node.key] = got
     return got
 

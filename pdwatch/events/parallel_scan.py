@@ -25,12 +25,17 @@ from typing import Any, Callable, Iterator
 
 from pdwatch.parsers import Event, LogScanner
 from pdwatch.parsers.timeinfo import year_hint_from_bytes
+from pdwatch.parsers.wrap import WrapDetector
 
 MIN_PARALLEL_BYTES = 32 << 20  # below this, starting workers costs more than it saves
 _PIECE_BYTES = 16 << 20
 _WARMUP_BYTES = 256 << 10
 _FIRST_BLOCK_BYTES = 1 << 20  # the file tail's read size: the year hint looks at the same first block
 _FEED_BYTES = 4 << 20
+# A warm-up is fed in small blocks: a skipped kind (a report's router, access lines) leaves the
+# search at the next block once its first line is seen, so the warm-up does not read the rest of
+# them at full cost (on a Dynamo frontend's log it was a fifth of a report's reading).
+_WARMUP_FEED_BYTES = 32 << 10
 MAX_LINE_BYTES = 1 << 20  # the sources' line cap: a longer line is cut there, which only they do
 
 Render = Callable[[list[Event]], Any]  # events of a piece -> what travels back (events, or text)
@@ -65,6 +70,7 @@ class _PieceResult:
     stats_set: bool = True
     in_slot: int | None = None  # bytes of output left in the piece's output slot, in place of ``output``
     wrapped: bool = False  # the scanner found terminal-wrapped lines (only the first piece looks)
+    skip_met: frozenset[str] = frozenset()  # skipped kinds whose lines the piece met (LogScanner.skip_met)
 
 
 def worker_count() -> int:
@@ -184,9 +190,11 @@ class FileScan:
         self._queue: Iterator[_Piece] = iter(())
         self._slots: OutputSlots | None = None
 
-    def start(self, pool: ProcessPoolExecutor, *, shared: bool = True, slots: OutputSlots | None = None) -> None:
+    def start(self, pool: ProcessPoolExecutor, *, shared: bool = True, slots: OutputSlots | None = None,
+              count_here: bool = False) -> None:
         """Submit the first piece, count the lines of all (raises ``NotSplittable``, the first
-        piece's scan then cancelled or left unread) and submit the next ones."""
+        piece's scan then cancelled or left unread) and submit the next ones. ``count_here``:
+        count in this process (a pool busy with other files would run the counts last)."""
         bounds = self._bounds
         self._pool = pool
         self._slots = slots
@@ -197,7 +205,8 @@ class FileScan:
         # 0.14 s on 2 cores, the first piece's scan 0.09 s).
         first = _Piece(self.path, bounds[0][0], bounds[0][1], 1, len(bounds) == 1, self.finish_apart)
         self._submit(first)
-        counts = list(pool.map(_count_lines, [(self.path, s, e) for s, e in bounds]))
+        tasks = [(self.path, s, e) for s, e in bounds]
+        counts = list(map(_count_lines, tasks) if count_here else pool.map(_count_lines, tasks))
         if any(count is None for count in counts):
             for _, future, _ in self._in_flight:
                 future.cancel()
@@ -254,36 +263,51 @@ class FileScan:
                 yield result.finish_output
 
 
-# In a scanner's boundary state, the engine of the last stats line and whether one was seen.
+# In a scanner's boundary state, the engine of the last stats line and whether one was seen,
+# and the skipped kinds whose first line is still to come.
 _STATS_STATE = slice(1, 3)
+_UNSEEN = 8
 
 
 def _without_stats(state: tuple) -> tuple:
-    return state[:_STATS_STATE.start] + state[_STATS_STATE.stop:]
+    return state[:_STATS_STATE.start] + state[_STATS_STATE.stop:_UNSEEN] + state[_UNSEEN + 1:]
 
 
 def _guess_holds(result: _PieceResult, true_state: tuple | None) -> bool:
     """The warm-up's guess is right wherever the piece depended on it. The stats part counts
     only if a line used it: where stats lines are further apart than the warm-up, the guess
-    misses them, and every piece would otherwise be rescanned for nothing."""
-    if result.entry_stats_used:
+    misses them, and every piece would otherwise be rescanned for nothing. So does a skipped
+    kind the warm-up did not meet though it came before (a frontend's one ``added model`` line
+    at start-up: every piece of a report was rescanned here for it): only a piece that met
+    such a line gave it as a first one."""
+    if true_state is None:
         return result.state_before == true_state
-    return true_state is not None and _without_stats(result.state_before) == _without_stats(true_state)
+    before = result.state_before
+    guess_unseen, true_unseen = before[_UNSEEN], true_state[_UNSEEN]
+    if not guess_unseen >= true_unseen or (guess_unseen - true_unseen) & result.skip_met:
+        return False
+    if result.entry_stats_used:
+        return _without_stats(before) == _without_stats(true_state) and before[_STATS_STATE] == true_state[_STATS_STATE]
+    return _without_stats(before) == _without_stats(true_state)
 
 
 def _state_after(result: _PieceResult, true_state: tuple | None) -> tuple:
-    """A piece without a stats line of its own ends with the stats state it was given."""
-    if result.stats_set or result.state_before is None or true_state is None:
-        return result.state_after
+    """A piece without a stats line of its own ends with the stats state it was given; a skipped
+    kind seen before it stays seen."""
     after = result.state_after
-    return after[:_STATS_STATE.start] + true_state[_STATS_STATE] + after[_STATS_STATE.stop:]
+    if result.state_before is None or true_state is None:
+        return after
+    if not result.stats_set:
+        after = after[:_STATS_STATE.start] + true_state[_STATS_STATE] + after[_STATS_STATE.stop:]
+    return after[:_UNSEEN] + (after[_UNSEEN] & true_state[_UNSEEN],) + after[_UNSEEN + 1:]
 
 
 def _check_splittable(path: str, data: mmap.mmap, year: int | None, tz: tzinfo | None, mtime: float) -> None:
-    probe = LogScanner(path, year=year, tz=tz, mtime=mtime)
-    first = data[: _first_block_end(data)]
-    probe.feed(first, 1)
-    if probe.wrapped:
+    # What a scanner's first feed decides (its events are not needed: reading them cost a report
+    # ~0.25 s on a Dynamo frontend's log, in the parent, before the workers could start).
+    probe = WrapDetector()
+    probe.observe(data[: _first_block_end(data)])
+    if probe.widths:
         raise NotSplittable(f"{path}: terminal-wrapped lines are rejoined sequentially")
 
 
@@ -383,7 +407,10 @@ def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, 
             if warm_start > 0:
                 scanner.start_mid_file(hint)
             warm_line = piece.first_line_no - count_newlines(data, warm_start, piece.start)
-            _feed(scanner, fh, data, warm_start, piece.start, warm_line, None)  # the previous piece's events: dropped
+            # The previous piece's events: dropped. From the file's start (a second piece) it is fed as
+            # the sequential read feeds it (its first block gives the year hint).
+            _feed(scanner, fh, data, warm_start, piece.start, warm_line, None,
+                  _WARMUP_FEED_BYTES if warm_start > 0 else _FEED_BYTES)
             state_before = scanner.boundary_state()
             scanner.mark_entry()
         outputs = _feed(scanner, fh, data, piece.start, piece.end, piece.first_line_no, render)
@@ -393,7 +420,8 @@ def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, 
     elif piece.last:
         outputs.append(render(scanner.finish()))
     return _PieceResult(outputs, state_before, scanner.boundary_state(), scanner.parse_errors, finish_output,
-                        scanner.entry_stats_used, scanner.stats_set_since_entry, wrapped=scanner.wrapped)
+                        scanner.entry_stats_used, scanner.stats_set_since_entry, wrapped=scanner.wrapped,
+                        skip_met=frozenset(scanner.skip_met))
 
 
 def _warmup_start(data: mmap.mmap, start: int) -> int:
@@ -404,13 +432,13 @@ def _warmup_start(data: mmap.mmap, start: int) -> int:
 
 
 def _feed(scanner: LogScanner, fh, data: mmap.mmap, start: int, end: int, line_no: int,
-          render: Render | None) -> list[Any]:
+          render: Render | None, feed_bytes: int = _FEED_BYTES) -> list[Any]:
     """``render`` of each block's events (a piece's events are never all held at once: a
     16 MB piece of a router log is ~150k events, ~100 MB); None: the events are dropped."""
     outputs: list[Any] = []
     pos = start
     while pos < end:
-        size = _first_block_end(data) if pos == 0 else _FEED_BYTES
+        size = _first_block_end(data) if pos == 0 else feed_bytes
         stop = min(end, pos + size)
         if stop < end:
             stop = data.rfind(b"\n", pos, stop) + 1  # lines are under the cap (checked while counting)

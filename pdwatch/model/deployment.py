@@ -232,6 +232,10 @@ class DeploymentModel:
         self._by_source[source] = endpoint
         return endpoint
 
+    def known(self, source: str) -> Endpoint | None:
+        """The endpoint of a source already seen (None: ``endpoint_of`` would place a new one)."""
+        return self._by_source.get(source)
+
     def attach(self, source: str, endpoint: Endpoint) -> None:
         """``source`` is another source of ``endpoint`` (a recorded scrape of its server)."""
         if self._by_source.get(source) is endpoint:

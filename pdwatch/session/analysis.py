@@ -1,12 +1,15 @@
 """Post-mortem analysis: read finished logs, build the store, replay the rule clock.
 
 The rules are evaluated at every stats interval from the first to the last timestamp
-of the run, the same loop the live dashboard runs tick by tick, so a finding has the
-start and end it would have had live.
+of the run, the clock the live dashboard steps through tick by tick, so a finding has the
+start and end it would have had live; all the evaluations are made in one sweep over the
+whole clock (``RuleEngine.evaluate_series``), which gives what the steps give.
 
 The files are read on every core when there is enough to read (``_read_on_every_core``):
 the same store, notices and findings as the sequential read, which stays for small runs,
-one core, stdin and remote sources.
+one core, stdin and remote sources. ``start_reading`` starts that read before anything heavy
+is imported (pandas, the rules, the capacity arithmetic: ~0.5 s that the workers' reading now
+hides): this module imports them only when it needs them.
 
 A Prometheus server (``prom+http://``) is read after the logs, chunk by chunk into the
 store (``_add_prometheus``), the way recorded scrapes are: an endpoint whose log has stats
@@ -22,25 +25,27 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-import pandas as pd
+import numpy  # noqa: F401, E402  (before the workers fork: they count newlines with it, and share it)
 
 from pdwatch.parsers import Event
-from pdwatch.capacity import view as capacity_view
 from pdwatch.events import parallel_scan
-from pdwatch.capacity import ModelSpec
 from pdwatch.model.deployment import DeploymentModel, EndpointSpec
-from pdwatch.errors import require_inputs, require_one_existing
+from pdwatch.errors import UsageError, require_inputs, require_one_existing
 from pdwatch.events.stream import EventStream
-from pdwatch.events.recorded import read_recorded_with_ports
 from pdwatch.sources import READ_FAILURES, FileTail, PrometheusSource, PromOptions, SampleBlock, SourceNotice, \
     SourceSet, is_prom, is_ssh, is_url
-from pdwatch.sources.scrape_source import UNREAD_PAGE
-from pdwatch.model.store import UNSTORED_KINDS, Partial, Store, fold_events
-from pdwatch.model.throughput import Headline, headline
-from pdwatch.model.topology_file import unmatched_notices
-from pdwatch.rules import Finding, Rule, RuleEngine, load_rules
+from pdwatch.model.partial import UNSTORED_KINDS, Partial, fold_events
+
+if TYPE_CHECKING:  # imported where used: the workers start reading before the parent has them
+    import pandas as pd
+
+    from pdwatch.capacity import ModelSpec
+    from pdwatch.capacity import view as capacity_view
+    from pdwatch.model.store import Store
+    from pdwatch.model.throughput import Headline
+    from pdwatch.rules import Finding, Rule
 
 _BATCH = 20_000
 _MAX_STEPS = 3000  # a days-long run at 1 s is evaluated at a coarser step, not 86,400 times
@@ -56,33 +61,95 @@ class Analysis:
     notices: list[SourceNotice] = field(default_factory=list)
     metrics_files: list[str] = field(default_factory=list)
     clock: tuple[pd.Timestamp, pd.Timestamp] | None = None
-    capacity: capacity_view.CapacityView = field(default_factory=capacity_view.CapacityView)
+    capacity: capacity_view.CapacityView = field(default_factory=lambda: _capacity_view().CapacityView())
 
     @property
     def failed_sources(self) -> list[SourceNotice]:
         return [n for n in self.notices if n.kind in READ_FAILURES]
 
 
+def _capacity_view():
+    from pdwatch.capacity import view
+    return view
+
+
+class Reading:
+    """The logs being read: on every core (the workers started by ``start_reading``), or here
+    when ``into`` is called. ``close`` stops the workers of a read that will not be used."""
+
+    def __init__(self, paths: list[str], year: int | None, tz: tzinfo | None) -> None:
+        # A Prometheus server is no log to read here: ``analyse`` reads it after the logs.
+        self.paths = [p for p in paths if not is_prom(p)]
+        self.year, self.tz = year, tz
+        self.sources = SourceSet(self.paths, follow=False)
+        self.metrics_files: list[str] = []
+        self._started: _OnEveryCore | None = None
+        self.error: UsageError | None = None  # raised when the read is used: after the other arguments' errors
+        try:
+            try:
+                if self.paths or len(self.paths) == len(paths):  # only servers: nothing local to require
+                    require_inputs(self.sources, self.paths or list(paths))
+                    require_one_existing(self.sources)
+            except UsageError as exc:
+                self.error = exc
+                return
+            self.metrics_files = self.sources.metrics_files
+            files = _parallel_files(self.paths, self.sources)
+            if files is not None:
+                self.sources.close()
+                self._started = _OnEveryCore(files, self.metrics_files, year, tz)
+        except BaseException:
+            self.close()
+            raise
+
+    def into(self, store: Store) -> list[SourceNotice]:
+        """Read (or finish reading) into ``store``; the notices, in the sequential read's order."""
+        if self.error is not None:
+            raise self.error
+        if self._started is None:
+            return _read_here(store, self.sources, self.year, self.tz)
+        started, self._started = self._started, None
+        return started.into(store)
+
+    def close(self) -> None:
+        if self._started is not None:
+            self._started.close()
+            self._started = None
+        self.sources.close()
+
+
+def start_reading(paths: list[str], *, year: int | None = None, tz: tzinfo | None = None) -> Reading:
+    """Start reading ``paths`` (on every core when they are big enough) before the rest of the
+    analysis is even imported. A missing input is ``analyse``'s UsageError, raised there (after
+    the rules' errors, as before)."""
+    return Reading(paths, year, tz)
+
+
 def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths: list[str] | None = None,
             year: int | None = None, tz: tzinfo | None = None, rules: list[Rule] | None = None,
-            model: ModelSpec | None = None, prom: PromOptions | None = None) -> Analysis:
-    """``prom``: the time range and step of the ``prom+http://`` paths (``--since``/``--until``/``--step``)."""
-    rules = rules if rules is not None else load_rules(rule_paths)
-    local = [p for p in paths if not is_prom(p)]
-    # Opening a server asks it for the range's series: unreachable, a bad selector or nothing
-    # there ends the command now, with one line, before any log is read.
-    proms = [PrometheusSource(p, follow=False, options=prom) for p in dict.fromkeys(p for p in paths if is_prom(p))]
-    sources = SourceSet(local, follow=False)
-    if local or not proms:
-        require_inputs(sources, local or paths)
-        require_one_existing(sources)
-    store = Store(DeploymentModel(specs))
-    files = _parallel_files(local, sources)
-    if files is None:
-        notices = _read_here(store, sources, year, tz)
-    else:
-        sources.close()
-        notices = _read_on_every_core(store, files, sources.metrics_files, year, tz)
+            model: ModelSpec | None = None, prom: PromOptions | None = None,
+            reading: Reading | None = None) -> Analysis:
+    """``prom``: the time range and step of the ``prom+http://`` paths (``--since``/``--until``/``--step``);
+    ``reading``: the read ``start_reading`` started for these paths (else it starts here)."""
+    reading = reading if reading is not None else start_reading(paths, year=year, tz=tz)
+    try:
+        from pdwatch.capacity import view as capacity_view
+        from pdwatch.model.store import Store
+        from pdwatch.model.throughput import headline
+        from pdwatch.model.topology_file import unmatched_notices
+        from pdwatch.rules import RuleEngine, load_rules
+
+        rules = rules if rules is not None else load_rules(rule_paths)
+        # Opening a server asks it for the range's series: unreachable, a bad selector or nothing
+        # there ends the command now, with one line, before the logs are used.
+        proms = [PrometheusSource(p, follow=False, options=prom) for p in dict.fromkeys(p for p in paths if is_prom(p))]
+        if reading.error is not None:
+            raise reading.error
+        store = Store(DeploymentModel(specs))
+        notices = reading.into(store)
+    finally:
+        reading.close()
+    sources = reading.sources
     store.flush()
     notices += _add_recorded_metrics(store, sources.metrics_files)
     notices += _add_prometheus(store, proms)
@@ -98,9 +165,9 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     engine = RuleEngine(rules)
     clock = _time_range(store)
     if clock is not None:
-        view = store.view()
-        for now in evaluation_times(store, *clock):
-            engine.evaluate(view, now.floor("us").to_pydatetime())
+        # Every evaluation of the clock at once (rules.sweep): what stepping through them gives.
+        engine.evaluate_series(store.view(), [now.floor("us").to_pydatetime()
+                                              for now in evaluation_times(store, *clock)])
     # A user regex that timed out (rules.userregex): "rules.yaml:12: ..." on stderr and in the report.
     notices += [SourceNotice(m.split(":", 1)[0], "rules", m) for m in engine.notices]
     return Analysis(list(paths), store, result, engine.findings(), rules, notices,
@@ -162,51 +229,80 @@ def _size(path: str) -> int:
 
 def _read_on_every_core(store: Store, files: list[str], metrics_files: list[str], year: int | None,
                         tz: tzinfo | None) -> list[SourceNotice]:
-    workers = parallel_scan.worker_count()
-    sizes = {path: _size(path) for path in files}
-    share = sum(sizes.values()) // workers
-    # The notices the sequential read gives first: each recorded scrape skipped as a log.
-    notices = [n for n in SourceSet(metrics_files, follow=False).blocks() if isinstance(n, SourceNotice)]
-    context = multiprocessing.get_context("fork")  # workers inherit the loaded parsers and rules
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                             initargs=(year, tz)) as pool:
-        big = [path for path in files if sizes[path] >= max(SPLIT_MIN_BYTES, share // 4)]
-        # The other files first, largest first: the workers start on them while this process
-        # checks the big ones can be split (it reads their first megabyte); a big one that
-        # cannot be goes to a worker whole at the end.
-        wholes = {path: pool.submit(_read_file, path)
-                  for path in sorted((p for p in files if p not in big), key=sizes.__getitem__, reverse=True)}
-        scans: dict[str, tuple[list[SourceNotice], parallel_scan.FileScan]] = {}
-        for path in big:
-            started = _start_scan(path, pool, workers, year, tz)
-            if started is None:
-                wholes[path] = pool.submit(_read_file, path)
-            else:
-                scans[path] = started
-        finishes: list[Partial] = []
-        for path in files:
-            if path in scans:
-                opened, scan = scans.pop(path)
-                notices += opened
-                last: list[Partial] = []
-                for parts in scan:  # each piece's parts, then the finish's (merged as they come)
-                    for part in last:
-                        store.merge(part)
-                    last = parts
-                finishes += last
-            else:
-                file_notices, parts, finish = wholes.pop(path).result()
+    return _OnEveryCore(files, metrics_files, year, tz).into(store)
+
+
+class _OnEveryCore:
+    """The files read on every core: started on creation (the workers take the other files and
+    the first pieces of the big ones at once), merged into a store, in the sequential order, by
+    ``into``."""
+
+    def __init__(self, files: list[str], metrics_files: list[str], year: int | None, tz: tzinfo | None) -> None:
+        self.files = files
+        workers = parallel_scan.worker_count()
+        sizes = {path: _size(path) for path in files}
+        share = sum(sizes.values()) // workers
+        # The notices the sequential read gives first: each recorded scrape skipped as a log.
+        self.notices = [n for n in SourceSet(metrics_files, follow=False).blocks() if isinstance(n, SourceNotice)]
+        context = multiprocessing.get_context("fork")  # workers inherit the loaded parsers
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                                        initargs=(year, tz))
+        try:
+            big = [path for path in files if sizes[path] >= max(SPLIT_MIN_BYTES, share // 4)]
+            # The other files first, largest first: the workers start on them while this process
+            # checks the big ones can be split (it reads their first megabyte); a big one that
+            # cannot be goes to a worker whole at the end.
+            self.wholes = {path: self.pool.submit(_read_file, path)
+                           for path in sorted((p for p in files if p not in big), key=sizes.__getitem__, reverse=True)}
+            self.scans: dict[str, tuple[list[SourceNotice], parallel_scan.FileScan]] = {}
+            for path in big:
+                # Its lines are counted here while the workers read other files (queued behind them,
+                # the counts would hold this process back), by the idle workers otherwise.
+                started = _start_scan(path, self.pool, workers, year, tz, bool(self.wholes))
+                if started is None:
+                    self.wholes[path] = self.pool.submit(_read_file, path)
+                else:
+                    self.scans[path] = started
+        except BaseException:
+            self.close()
+            raise
+
+    def into(self, store: Store) -> list[SourceNotice]:
+        notices = self.notices
+        try:
+            finishes: list[Partial] = []
+            for path in self.files:
+                if path in self.scans:
+                    opened, scan = self.scans.pop(path)
+                    last: list[Partial] = []
+                    try:
+                        for parts in scan:  # each piece's parts, then the finish's (merged as they come)
+                            for part in last:
+                                store.merge(part)
+                            last = parts
+                    except parallel_scan.NotSplittable:  # wrapped: nothing merged yet; read it whole
+                        self.wholes[path] = self.pool.submit(_read_file, path)
+                    else:
+                        notices += opened
+                        finishes += last
+                        continue
+                file_notices, parts, finish = self.wholes.pop(path).result()
                 notices += file_notices
                 for part in parts:
                     store.merge(part)
                 finishes += finish
-    for part in finishes:  # after every file, as EventStream.finish
-        store.merge(part)
-    return notices
+        finally:
+            self.close()
+        for part in finishes:  # after every file, as EventStream.finish
+            store.merge(part)
+        return notices
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | None,
-                tz: tzinfo | None) -> tuple[list[SourceNotice], parallel_scan.FileScan] | None:
+                tz: tzinfo | None, count_here: bool = False) -> tuple[list[SourceNotice], parallel_scan.FileScan] | None:
     """A big file's scan in pieces, started, with the notice its sequential read gives on
     opening it; None when it must be read as a whole (``NotSplittable``, or a notice other than
     "opened", as for NUL padding, that the pieces would not give)."""
@@ -220,10 +316,13 @@ def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | 
     # Two pieces a worker at least: the last pieces of a file end nearly together.
     piece_bytes = min(parallel_scan._PIECE_BYTES, max(_MIN_PIECE_BYTES, _size(path) // (2 * workers)))
     try:
+        # The first piece's worker judges whether the file is terminal-wrapped (its first result
+        # then raises NotSplittable, before anything is merged): not this process, before any
+        # worker could start.
         scan = parallel_scan.FileScan(path, year=year, tz=tz, render=fold_events, workers=workers,
                                       skip_kinds=UNSTORED_KINDS,
-                                      piece_bytes=piece_bytes, finish_apart=True)
-        scan.start(pool)
+                                      piece_bytes=piece_bytes, finish_apart=True, probe=False)
+        scan.start(pool, count_here=count_here)
     except (parallel_scan.NotSplittable, OSError):
         return None
     return opened, scan
@@ -260,6 +359,10 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
     ``x.metrics.txt`` name the same one); its log's stats lines win, the scrapes are not
     added twice over them.
     """
+    if not paths:
+        return []
+    from pdwatch.events.recorded import read_recorded_with_ports  # prometheus_client: only for scrapes
+    from pdwatch.sources.scrape_source import UNREAD_PAGE
     notices: list[SourceNotice] = []
     for path in paths:
         events, errors, ports = read_recorded_with_ports(path)
@@ -361,6 +464,8 @@ def _preemptions_from_scrapes(store: Store, name: str, scrapes: list[Event]) -> 
 
 
 def evaluation_times(store: Store, start: pd.Timestamp, end: pd.Timestamp) -> list[pd.Timestamp]:
+    import pandas as pd
+
     intervals = [e.facts["stats_interval_s"] for e in store.endpoints() if e.facts.get("stats_interval_s")]
     step = min(intervals) if intervals else 10.0
     span = (end - start).total_seconds()

@@ -35,6 +35,7 @@ from .clock import ReplayClock, WatchClock
 from .findings_feed import FindingsFeed, firing_now
 from .ingest import Ingest
 from .replay_buffer import ReplayBuffer
+from .replay_rules import ReplayRules
 from .rows import SnapshotBuilder, headline, to_datetime
 from .snapshot import EndpointDetail, Snapshot
 from .times import parse_time
@@ -67,6 +68,7 @@ class LiveSession:
         self._watch = WatchClock(wall_utc)
         self._replay = ReplayClock(speed, start, tz)
         self._buffer = ReplayBuffer()
+        self._grid = ReplayRules()
         self._told_unmatched = False
         self.exporter = None  # a pdwatch.views.exporter.PdwatchExporter, fed every tick when set
         # Replay: at most this many seconds of rule evaluation per tick (None: no limit), so that a
@@ -194,6 +196,7 @@ class LiveSession:
         self.store = Store(DeploymentModel(self._specs))
         self._log_stats_endpoints.clear()
         self.engine = RuleEngine(self.rules)
+        self._grid.reset()
         self._rows.reset(self.store)
         self._buffer.rewind()
         self._replay.last_eval = None
@@ -279,20 +282,27 @@ class LiveSession:
         replay, buffer = self._replay, self._buffer
         times = replay.grid(target, buffer.start, buffer.end, buffer.step)
         deadline = None if self.tick_budget_s is None else time.monotonic() + self.tick_budget_s
-        for now in times:
+        if replay.hunt is None:  # stretches of the grid in one sweep each (replay_rules)
+            done = self._grid.run(self.store, self.engine, buffer, self._add_to_store, times, deadline,
+                                  replay.last_eval is not None)
+            if done:
+                replay.last_eval = times[done - 1]
+            if done < len(times):
+                target = replay.last_eval  # out of time: the clock stops where the rules are
+            times = []
+        for now in times:  # the hunt for the next finding stops at the step where one fires
             if deadline is not None and time.monotonic() > deadline and replay.last_eval is not None:
                 target = replay.last_eval  # out of time: the clock stops where the rules are
                 break
             self._add_to_store(buffer.release(now))
             self.engine.evaluate(self.store.view(), now.floor("us").to_pydatetime())
             replay.last_eval = now
-            if replay.hunt is not None:
-                fired = {(f.rule, f.endpoint, f.start) for f in self.engine.findings()}
-                if fired - set(replay.hunt):
-                    replay.hunt = None
-                    replay.paused = True
-                    target = now
-                    break
+            fired = {(f.rule, f.endpoint, f.start) for f in self.engine.findings()}
+            if fired - set(replay.hunt):
+                replay.hunt = None
+                replay.paused = True
+                target = now
+                break
         if replay.hunt is not None and target >= buffer.end:
             replay.hunt = None
         if replay.seek_to is not None and target >= replay.seek_to:

@@ -64,6 +64,11 @@ class ReplayBuffer:
         self._released = max(self._released, end)
         return out
 
+    def peek(self, upto: pd.Timestamp) -> list[Event]:
+        """What ``release(upto)`` would hand out, without handing it out."""
+        end = bisect.bisect_right(self._keys, upto.value // 1000, lo=self._released)
+        return self._events[self._released:end]
+
     def release_all(self) -> list[Event]:
         """Every event not released yet (logs without any timestamp: shown at once)."""
         out = self._events[self._released:]

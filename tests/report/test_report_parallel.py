@@ -150,3 +150,30 @@ def test_facts_come_only_from_the_kinds_a_part_keeps():
 def _events(sample: Path) -> list:
     stream = EventStream(SourceSet([str(sample)], follow=False), year=2026)
     return [e for e in stream if not isinstance(e, SourceNotice)]
+
+
+def test_a_skipped_kind_seen_once_at_the_start_rescans_no_piece(tmp_path, monkeypatch, on_two_cores):
+    """A Dynamo frontend logs ``added model`` once, at start-up: a piece's warm-up does not see
+    it, so it guessed the kind still to come. Only a piece that met such a line gave it as the
+    first one; the others' guesses hold (each piece was rescanned in the parent before)."""
+    run = tmp_path / "run"
+    assert main(["simulate", "--out", str(run), "--topology", "2xDEP2-1xDEP2", "--duration", "90s",
+                 "--style", "dynamo", "--seed", "3"]) == 0
+    frontend = run / "gb200-n001_frontend_0.out"
+    text = frontend.read_bytes()
+    assert text.count(b"added model") == 1 and text.index(b"added model") < 20_000
+    rescans: list[int] = []
+    real = parallel_scan._scan_piece_here
+
+    def scan_here(piece, state, *args, **kw):
+        if state is not None:
+            rescans.append(piece.start)
+        return real(piece, state, *args, **kw)
+
+    monkeypatch.setattr(parallel_scan, "_scan_piece_here", scan_here)
+    want = _sequential([str(frontend)], monkeypatch, year=2026)
+    rescans.clear()
+    got = analysis.analyse([str(frontend)], year=2026)
+    _assert_same(got, want)
+    assert on_two_cores == [str(frontend)] and rescans == []
+    assert got.store.raw_counts["model_registered"] == 1

@@ -1,0 +1,109 @@
+"""What the store keeps of events, folded where they are read: ``Partial`` and ``fold_events``.
+
+A worker reading a file (``pdwatch.session.reading``) folds its events into these and ships them
+to the parent, which merges them into the pandas store (``Store.merge``). No pandas here: the
+workers start reading before the parent has imported it (``pdwatch report``'s start-up).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable
+
+from pdwatch.model.log_facts import FACT_KINDS
+from pdwatch.parsers import Event
+from pdwatch.rules.model import STATS_FIELDS, STORED_EVENT_KINDS
+
+# Problems and facts rules may quote; the chatty kinds (access lines, router choices) stay out.
+_KEPT_EVENT_KINDS = frozenset(STORED_EVENT_KINDS)
+# Kinds the store only counts, which ``pdwatch report`` skips (``LogScanner(skip_kinds=...)``,
+# the first of each still read so a frontend of router lines only is an endpoint): a Dynamo
+# frontend logs a router line and an access line per request, most of its log, and decoding
+# them cost a 1 GB report more time than all the other lines together. An endpoint's last
+# seen time is then that of its last line of the other kinds.
+UNSTORED_KINDS = frozenset({"http_access", "worker_selected", "request_completed", "model_registered"})
+assert not UNSTORED_KINDS & _KEPT_EVENT_KINDS
+# Lines any Python process writes (a proxy, a benchmark client): a source with only these is
+# not a vLLM or Dynamo server, so it is no endpoint (``Store.endpoints``; ``Store.not_servers``).
+GENERIC_KINDS = frozenset({"traceback", "http_access", "shutdown", "stop_requested"})
+# What DeploymentModel.observe and the facts read beyond engine numbers: Partial relies on it.
+_MODEL_KINDS = FACT_KINDS | {"args", "engine_config", "role_hint"}
+_ENGINE_NOT_THEIRS = frozenset({"spec_decode", "kv_transfer"})  # DeploymentModel.observe: their engine is the stats line's
+assert _MODEL_KINDS <= _KEPT_EVENT_KINDS, _MODEL_KINDS - _KEPT_EVENT_KINDS
+
+
+
+@dataclass(slots=True)
+class Partial:
+    """Consecutive events of one source, folded as ``Store.add`` folds them; ``Store.merge`` adds them.
+
+    What the store keeps of an event is a stats row, a kept event, or a count: so a worker
+    scanning a file ships these instead of its events (the chatty kinds, most of a log's
+    events, shrink to counts and engine numbers). Exact because the deployment model and
+    the facts read only kept kinds (``_MODEL_KINDS``), and an engine set does not care
+    about order.
+    """
+
+    source: str
+    count: int = 0
+    raw_counts: dict[str, int] = field(default_factory=dict)
+    engines: set[int] = field(default_factory=set)
+    # In order: the events the model and the facts read (``_MODEL_KINDS``), and the other kept
+    # events as the store's event rows already (a tuple: no Event to ship and replay for them).
+    kept: list[Event | tuple] = field(default_factory=list)
+    stats_rows: list[tuple] = field(default_factory=list)
+    last_ts: datetime | None = None  # of the last event with a time
+
+
+def fold_events(events: Iterable[Event]) -> list[Partial]:
+    """Events -> one ``Partial`` per run of the same source, in order."""
+    parts: list[Partial] = []
+    part: Partial | None = None
+    source = None
+    kept_kinds, stats_fields, to_float, model_kinds = _KEPT_EVENT_KINDS, STATS_FIELDS, _float, _MODEL_KINDS
+    raw: dict[str, int] = {}
+    engines: set[int] = set()
+    stats_rows: list[tuple] = []
+    kept: list[Event] = []
+    for event in events:
+        if event.source != source or part is None:
+            source = event.source
+            part = Partial(source)
+            parts.append(part)
+            raw, engines, stats_rows, kept = part.raw_counts, part.engines, part.stats_rows, part.kept
+        part.count += 1
+        kind = event.kind
+        raw[kind] = raw.get(kind, 0) + 1
+        if event.ts is not None:
+            part.last_ts = event.ts
+        if kind in kept_kinds:
+            if kind in model_kinds:
+                kept.append(event)  # observe() decides about its engine
+                continue
+            # DeploymentModel.observe and the facts do nothing else with these kinds than take the
+            # engine (not spec_decode's, kv_transfer's: the stats line's): done here. A traceback
+            # is quoted by its exception line (its text), so it is cited there too.
+            engine = event.engine
+            if engine is not None and kind not in _ENGINE_NOT_THEIRS:
+                engines.add(engine)
+            line_no = event.end_line_no if kind == "traceback" and event.end_line_no else event.line_no
+            kept.append((event.ts, engine, kind, event.source, line_no, event.text, event.values.get("reason")))
+            continue
+        engine = event.engine
+        if engine is not None:
+            engines.add(engine)
+        elif kind == "stats":
+            engines.add(0)  # a stats line without "Engine N:" (no DP, V0): the one engine, 0, as stored
+        if kind == "stats":
+            v = event.values
+            stats_rows.append((
+                event.ts, 0 if engine is None else engine,  # no DP: one engine
+                *[to_float(v.get(f)) for f in stats_fields], event.source, event.line_no, event.text))
+    return parts
+
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
