@@ -12,6 +12,7 @@ from pdwatch.session.times import parse_start
 from pdwatch.views.tui.app import PdwatchApp
 from pdwatch.views.tui.screens.endpoint_detail import EndpointDetailScreen
 from pdwatch.views.tui.screens.seek import SeekScreen
+from pdwatch.views.tui.widgets.endpoints_table import EndpointsTable
 from pdwatch.views.tui.widgets.findings_table import FindingsTable
 from pdwatch.views.tui.widgets.format import log_text
 from tests.tui.pilot_helpers import plain, wait_for
@@ -66,7 +67,13 @@ def test_endpoint_detail_opens_for_the_focused_pane():
         app = _replay()
         async with app.run_test(size=(80, 24)) as pilot:
             assert await wait_for(pilot, lambda: _done(app))
-            app.panes["decode_w0"].focus()
+            # 80x24 shows the endpoints table, worst first: the user walks down to decode_w0's row
+            endpoints = app.query_one(EndpointsTable)
+            assert app.focused is endpoints and endpoints.selected() != "decode_w0"
+            for _ in range(len(app.panes)):
+                if endpoints.selected() == "decode_w0":
+                    break
+                await pilot.press("down")
             await pilot.press("enter")
             assert await wait_for(pilot, lambda: isinstance(app.screen, EndpointDetailScreen))
             screen = app.screen
@@ -94,6 +101,22 @@ def test_endpoint_detail_opens_for_the_focused_pane():
             await pilot.press("q")  # q closes the screen, not the app
             assert await wait_for(pilot, lambda: not isinstance(app.screen, EndpointDetailScreen))
             assert app.is_running
+    asyncio.run(go())
+
+
+def test_a_clicked_pane_keeps_the_focus_across_refreshes():
+    """Until the user acts, the worst endpoint's pane has the focus; a click is an act."""
+    async def go():
+        app = _replay()
+        async with app.run_test(size=(200, 50)) as pilot:
+            assert await wait_for(pilot, lambda: _done(app))
+            assert await wait_for(pilot, lambda: app.focused is app.panes["prefill_w0"])
+            await pilot.click(app.panes["decode_w0"], offset=(2, 1))
+            await pilot.pause(0.5)  # several refreshes (0.1 s each)
+            assert app.focused is app.panes["decode_w0"]
+            await pilot.press("enter")
+            assert await wait_for(pilot, lambda: isinstance(app.screen, EndpointDetailScreen))
+            assert app.screen.endpoint == "decode_w0"
     asyncio.run(go())
 
 

@@ -98,7 +98,7 @@ class PdwatchApp(App):
         self.view = "auto"  # "auto": the panes when they all fit, else the table; "table" / "panes": chosen with t
         self._shown_view: str | None = None
         self._role_order: list[str] = []
-        self._touched = False  # a key was pressed: the focus is the user's, not kept on the worst endpoint
+        self._touched = False  # a key or a click: the focus is the user's, not kept on the worst endpoint
 
     REPLAY_ONLY = {"pause", "step", "faster", "slower", "seek"}
 
@@ -153,6 +153,10 @@ class PdwatchApp(App):
                 self._apply_view(self.snapshot)
 
     def on_key(self, _event) -> None:
+        self._touched = True
+
+    def on_mouse_down(self, _event) -> None:
+        # A click focuses what it hits: the next refresh must not move the focus back to the worst endpoint.
         self._touched = True
 
     def on_descendant_focus(self, _event) -> None:
