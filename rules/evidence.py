@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from .context import Ctx
 from .nodes import Lit, Samples, ev
 from .spec import Rule
 from .values import broadcast, to_num
+
+if TYPE_CHECKING:
+    from .layout import Layout
 
 # How vLLM words each field, so a quoted stats line reads like the log.
 _LABELS = {
@@ -142,13 +145,18 @@ def _collect_rows(rule: Rule, ctx: Ctx, firing: list[tuple[int, EvidenceLog]], l
 
 def _collect_events(ctx: Ctx, i: int, log: EvidenceLog, kinds: tuple[str, ...], limit: int) -> None:
     lay = ctx.lay
+    add_event_quotes(log, lay, i, kinds, limit, max(log.scanned_to - lay.t0, -1), ctx.now)
+
+
+def add_event_quotes(log: EvidenceLog, lay: Layout, i: int, kinds: tuple[str, ...], limit: int, lo: int,
+                     hi: int) -> None:
+    """Instance ``i``'s events of ``kinds`` after relative time ``lo`` up to ``hi``, in time order,
+    added to ``log`` up to ``limit`` quotes (the step engine's and the sweep's one way)."""
     evs = lay.events
-    lo = max(log.scanned_to - lay.t0, -1)
-    hi = ctx.now
+    base = i * lay.span
     found: list[Quote] = []
     for kind in kinds:
         idx = lay.event_index(kind)
-        base = i * lay.span
         a = np.searchsorted(idx.keys, base + min(lo, lay.span - 1), side="right")
         b = np.searchsorted(idx.keys, base + min(max(hi, -1), lay.span - 1), side="right")
         for p in idx.rows[a:min(b, a + limit)]:

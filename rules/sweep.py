@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from .context import _DEFAULT_IV_US, Ctx, Evaluation
-from .evidence import EvidenceLog, Quote, _TEXT_MAX, lookback_us, stats_text
+from .evidence import EvidenceLog, Quote, add_event_quotes, lookback_us, stats_text
 from .findings import FIRING, PENDING, RESOLVED
 from .layout import NAT, Layout, Layouts
 from .model import DeploymentView
@@ -719,7 +719,6 @@ def _rows_of(log: EvidenceLog, lay: Layout, sel: RowSel, keep: np.ndarray, score
 def _events_of(log: EvidenceLog, lay: Layout, i: int, kinds: tuple[str, ...], limit: int, nows: np.ndarray,
                scanned: int) -> None:
     """``evidence._collect_events`` at each step (time ``nows``), skipping steps that see no event."""
-    evs = lay.events
     base = i * lay.span
     found_any = []
     for kind in kinds:
@@ -736,20 +735,4 @@ def _events_of(log: EvidenceLog, lay: Layout, i: int, kinds: tuple[str, ...], li
     for k in steps.tolist():
         if len(log.events) >= limit:
             break
-        lo, hi = max(int(prev[k]), -1), int(nows[k])
-        found: list[Quote] = []
-        for kind in kinds:
-            idx = lay.event_index(kind)
-            a = np.searchsorted(idx.keys, base + min(lo, lay.span - 1), side="right")
-            b = np.searchsorted(idx.keys, base + min(max(hi, -1), lay.span - 1), side="right")
-            for p in idx.rows[a:min(b, a + limit)]:
-                g = evs.engine[p]
-                text = evs.text[p] if isinstance(evs.text[p], str) else ""
-                found.append(Quote(kind, str(evs.source[p]), int(evs.line_no[p]), int(evs.ts[p] + lay.t0),
-                                   None if g != g else int(g), text[:_TEXT_MAX]))
-        found.sort(key=lambda q: (q.ts_us, q.source, q.line_no))
-        seen = {(q.source, q.line_no) for q in log.events}
-        found = [q for q in found if (q.source, q.line_no) not in seen and not seen.add((q.source, q.line_no))]
-        if found:
-            log.events.extend(found[:limit - len(log.events)])
-            log.dicts = None
+        add_event_quotes(log, lay, i, kinds, limit, max(int(prev[k]), -1), int(nows[k]))
