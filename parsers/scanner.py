@@ -170,7 +170,8 @@ class LogScanner:
     def _hit_lines(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
         """Only the lines the prefilter hits, until a traceback opens (then: where to go on)."""
         lanes, tracebacks, first_line_no = self._json_lanes or _LINE_LANES, self._tracebacks, line_no
-        for start, end, needles, newlines_before in self._prefilter.lines(data, pos):
+        prefilter = self._prefilter
+        for start, end, needles, newlines_before in prefilter.lines(data, pos):
             line_no = first_line_no + newlines_before
             raw = data[start:end]
             lane = lanes.get(needles)
@@ -179,6 +180,10 @@ class LogScanner:
                 self._record(raw, text, line_no, None, out, needles, env)
                 if tracebacks:
                     return end + 1, line_no + 1
+            if self._prefilter is not prefilter:
+                # A skipped kind's first line was just read: search the rest without its needles
+                # (a decode log's first block is ~20k access lines read in full otherwise).
+                return end + 1, line_no + 1
         return len(data), line_no
 
     def _every_line(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
