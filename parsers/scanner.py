@@ -147,6 +147,8 @@ class LogScanner:
                 self._json_lanes = _JSON_LINE_LANES
                 self._json_heads = {kind: b'{"kind":"%s","source":%s,"line_no":' % (kind.encode(), quoted_source)
                                     for kind in _JSON_KINDS}
+                self._router_json = (self._json_heads["worker_selected"].replace(b"%", b"%%")
+                                     + _ROUTER_JSON_TAIL)
 
     # --- public -----------------------------------------------------------------------------
 
@@ -406,6 +408,20 @@ class LogScanner:
                       lane.values(body)))
         return True
 
+    def _router_json_lane(self, raw: bytes, line_no: int, out: list, lane: JsonLane) -> bool:
+        """``_message_json_lane`` for a Dynamo frontend's router line, the whole of an event-dense log,
+        in one format: its engine is always null (no process prefix, not a stats line)."""
+        line = lane.dynamo_line.fullmatch(raw) if raw[0] == 0x1B else None
+        if line is None:
+            return self._message_json_lane(raw, line_no, out, lane)
+        iso, _, level, _, _, worker_type, worker_id, dp_rank, logit, cached, tree, total = line.groups()
+        if self._pending_logo is not None:
+            self._flush_logo(out)
+        out.append(self._router_json % (line_no, self.times.utc_iso_json(iso), _level_json(level), worker_type,
+                                        worker_id, dp_rank, logit or b"null", cached or b"null", tree or b"null",
+                                        total or b"null"))
+        return True
+
     def _http_access_json_lane(self, raw: bytes, line_no: int, out: list, _: None) -> bool:
         m = UVICORN_ACCESS_JSON.fullmatch(raw)
         if m is None:
@@ -546,9 +562,12 @@ _JSON_LINE_LANES: dict[tuple[bytes, ...], tuple] = {
     (b"Running: ",): (LogScanner._message_json_lane, STATS_JSON_LANE),
     (b"SpecDecoding metrics: ",): (LogScanner._message_json_lane, SPEC_DECODE_JSON_LANE),
     (b"KV Transfer metrics: ",): (LogScanner._message_json_lane, KV_TRANSFER_JSON_LANE),
-    (b"Selected worker: ",): (LogScanner._message_json_lane, WORKER_SELECTED_JSON_LANE),
+    (b"Selected worker: ",): (LogScanner._router_json_lane, WORKER_SELECTED_JSON_LANE),
     (b"HTTP/1.",): (LogScanner._http_access_json_lane, None),
     (b"HTTP/2",): (LogScanner._http_access_json_lane, None),
     (b"request completed",): (LogScanner._request_completed_json_lane, None),
 }
+# ``_router_json_lane``'s line after the kind and source: ``fastlane._selected_json``'s members.
+_ROUTER_JSON_TAIL = (b'%d,"ts":%s,"engine":null,"level":%s,"worker_type":"%s","worker_id":"%s","dp_rank":%s,"logit":%s,'
+                     b'"cached_blocks":%s,"tree_size":%s,"total_blocks":%s}\n')
 _JSON_KINDS = ("stats", "spec_decode", "kv_transfer", "worker_selected", "http_access", "request_completed")

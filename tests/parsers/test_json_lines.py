@@ -179,3 +179,12 @@ def test_canonical_numbers_are_copied():
                    "\x1b[3mstatus\x1b[0m\x1b[2m=\x1b[0m200 \x1b[3mlatency_ms\x1b[0m\x1b[2m=\x1b[0m43168\n") == 1
     assert _direct("INFO 03-31 18:01:11 [m.py:1] Selected worker: worker_type=decode, worker_id=12, dp_rank=007, "
                    "logit: -0.50, cached blocks: 0012\n") == 1
+
+
+def test_a_router_line_of_a_source_named_with_percent_signs():
+    # The router lane formats its line with ``%``: a source's own ``%`` must be written as it is.
+    line = ("\x1b[2m2026-12-02T12:16:06.021503Z\x1b[0m \x1b[32m INFO\x1b[0m \x1b[2mdynamo_kv_router::scheduling::selector"
+            "\x1b[0m\x1b[2m:\x1b[0m Selected worker: worker_type=prefill, worker_id=7858357388210 dp_rank=1, logit: 34.790, "
+            "cached blocks: 0, tree size: 3, total blocks: 2040\n")
+    for source in ("job%d/frontend.out", "100%s.log", "a%%b"):
+        assert _direct(line * 2, source=source) == 2
