@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import sys
+from concurrent.futures import Future, ProcessPoolExecutor
 from datetime import timezone
 from typing import Any, TextIO
 
@@ -57,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         if _worth_splitting(sources, args):
             failed = _replay_by_file(sources, args, tz, out)
         else:
-            failed = _print_stream(EventStream(sources, year=args.year, tz=tz, progress=_progress), args, out)
+            stream = EventStream(sources, year=args.year, tz=tz, progress=_progress, json_lines=args.format == "jsonl")
+            failed = _print_stream(stream, args, out)
     finally:
         sources.stop()
     out.flush()
@@ -71,39 +74,119 @@ def _print_stream(stream: EventStream, args: argparse.Namespace, out: TextIO) ->
         if isinstance(item, SourceNotice):
             failed |= _report_notice(item, follow=args.follow)
             continue
-        out.write(write(item))
+        # A line the scanner's direct lanes wrote comes as its JSON bytes (``json_lines``).
+        out.write(item.decode("utf-8", "surrogateescape") if item.__class__ is bytes else write(item))
         if args.follow:
             out.flush()
     return failed
 
 
 def _worth_splitting(sources: SourceSet, args: argparse.Namespace) -> bool:
-    """A replay of local files only (no stdin, no ssh) with at least one big enough to scan on every core."""
+    """A replay of local files only (no stdin, no ssh) on a machine of several cores, with one file
+    big enough to scan in pieces, or several that together are."""
     names = sources.sources
-    return (not args.follow and all(map(os.path.isfile, names))
-            and any(map(parallel_scan.should_split, names)))
+    if args.follow or not names or not all(map(os.path.isfile, names)):
+        return False
+    if any(map(parallel_scan.should_split, names)):
+        return True
+    return (len(names) > 1 and parallel_scan.worker_count() > 1
+            and sum(map(os.path.getsize, names)) >= parallel_scan.MIN_PARALLEL_BYTES)
 
 
 def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextIO) -> bool:
-    """Each file in the replay's order; big ones scanned in pieces on every core, same output."""
-    render, json_lines = (_render_jsonl, True) if args.format == "jsonl" else (_render_table, False)
+    """Every file in the replay's order, read on every core: a big one in pieces, the others whole
+    by workers a few files ahead of their turn. The output is the sequential stream's: each file's
+    lines and notices in turn, then the lines its scanner gives at the end of the input (an open
+    traceback, a held wrapped record), of every file, in file order."""
+    table = args.format == "table"
+    render = _render_table if table else _render_jsonl
+    write = _chunk_writer(out)
     failed = False
-    for path in sources.sources:
-        if parallel_scan.should_split(path):
-            try:
-                write = _chunk_writer(out)
-                for chunk in parallel_scan.scan_file(path, year=args.year, tz=tz, render=render,
-                                                        json_lines=json_lines):
-                    write(chunk)
-                continue
-            except parallel_scan.NotSplittable:
-                pass  # raised before any output: read it sequentially below
-            except OSError as exc:  # vanished or unreadable since it was listed
-                print(f"pdwatch: {path}: {exc.strerror or exc}", file=sys.stderr)
-                failed = True
-                continue
-        failed |= _print_stream(EventStream(SourceSet([path], follow=False), year=args.year, tz=tz), args, out)
+    finishes: list[bytes | str] = []
+    paths = list(sources.sources)
+    with _FilesAhead([p for p in paths if not parallel_scan.should_split(p)], args.year, tz, table) as ahead:
+        for path in paths:
+            if parallel_scan.should_split(path):
+                try:
+                    last = None
+                    for chunk in parallel_scan.scan_file(path, year=args.year, tz=tz, render=render,
+                                                         json_lines=not table, finish_apart=True):
+                        if last is not None:
+                            write(last)
+                        last = chunk  # the last one is the scanner's finish
+                    finishes.append(last)
+                    continue
+                except parallel_scan.NotSplittable:
+                    items, finish = _read_whole(path, args.year, tz, table)  # raised before any output
+                except OSError as exc:  # vanished or unreadable since it was listed
+                    print(f"pdwatch: {path}: {exc.strerror or exc}", file=sys.stderr)
+                    failed = True
+                    continue
+            else:
+                items, finish = ahead.take(path)
+            for item in items:
+                if isinstance(item, SourceNotice):
+                    failed |= _report_notice(item, follow=False)
+                else:
+                    write(item)
+            finishes.append(finish)
+    for finish in finishes:
+        write(finish)
     return failed
+
+
+class _FilesAhead:
+    """Files read whole by a pool of workers, each submitted ``ahead`` files before its turn: the
+    outputs waiting are a few files' worth, whatever the number of files."""
+
+    def __init__(self, paths: list[str], year: int | None, tz, table: bool) -> None:
+        self._queue = list(paths)
+        self._args = (year, tz, table)
+        self._futures: dict[str, Future] = {}
+        self._ahead = parallel_scan.worker_count()
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> _FilesAhead:
+        if self._queue:
+            # fork: the workers inherit the loaded parsers, as parallel_scan's do
+            self._pool = ProcessPoolExecutor(max_workers=self._ahead, mp_context=multiprocessing.get_context("fork"))
+            self._submit()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _submit(self) -> None:
+        assert self._pool is not None
+        while self._queue and len(self._futures) < self._ahead:
+            path = self._queue.pop(0)
+            self._futures[path] = self._pool.submit(_read_whole, path, *self._args)
+
+    def take(self, path: str) -> tuple[list, bytes | str]:
+        future = self._futures.pop(path)
+        self._submit()
+        return future.result()
+
+
+def _read_whole(path: str, year: int | None, tz, table: bool) -> tuple[list, bytes | str]:
+    """One file as the sequential stream reads it: its rendered lines and notices in order, and
+    the rendering of its scanner's finish (which the stream gives after all files)."""
+    sources = SourceSet([path], follow=False)
+    stream = EventStream(sources, year=year, tz=tz, json_lines=not table)
+    render = _render_table if table else _render_jsonl
+    items: list = []
+    try:
+        for item in sources.blocks():
+            if isinstance(item, SourceNotice):
+                items.append(item)
+            else:
+                events = stream.events_of(item)
+                if events:
+                    items.append(render(events))
+        return items, render(stream.finish())
+    finally:
+        sources.stop()
 
 
 def _chunk_writer(out: TextIO):

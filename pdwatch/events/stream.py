@@ -19,10 +19,13 @@ from pdwatch.sources import LineBlock, SampleBlock, ScrapeBlock, SourceNotice, S
 
 class EventStream:
     def __init__(self, sources: SourceSet | None, *, year: int | None = None, tz: tzinfo | None = None,
-                 skip_kinds: frozenset[str] = frozenset(), progress: Callable[[str], None] | None = None) -> None:
+                 skip_kinds: frozenset[str] = frozenset(), progress: Callable[[str], None] | None = None,
+                 json_lines: bool = False) -> None:
         """``skip_kinds``: event kinds the reader has no use for (see ``LogScanner``); ``progress``
         hears how far the remote sources are (``SourceSet.blocks``). ``sources`` None: a stream
-        fed by ``events_of`` only."""
+        fed by ``events_of`` only. ``json_lines`` (``pdwatch parse``): the lines the scanners'
+        direct lanes read come as their JSON lines (bytes), not as events (``LogScanner``)."""
+        self._json_lines = json_lines
         self._sources = sources
         self._progress = progress
         self._skip_kinds = frozenset(skip_kinds)
@@ -94,4 +97,5 @@ class EventStream:
                 mtime = os.stat(source).st_mtime
             except OSError:
                 mtime = None
-        return LogScanner(source, year=self._year, tz=self._tz, mtime=mtime, skip_kinds=self._skip_kinds)
+        return LogScanner(source, year=self._year, tz=self._tz, mtime=mtime, skip_kinds=self._skip_kinds,
+                          json_lines=self._json_lines)

@@ -212,3 +212,36 @@ def test_json_lines_come_back_through_shared_slots_or_the_pipe_when_too_big(tmp_
     with log.open("rb") as fh:
         pieces = len(parallel_scan._piece_bounds(fh.fileno(), log.stat().st_size, 30_000))
     assert len(reads) == (0 if slot_bytes else pieces) and pieces > 5
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "table"])
+def test_a_folder_of_small_files_read_on_every_core_prints_the_sequential_bytes(tmp_path, monkeypatch, capsys, fmt):
+    """No file big enough to split, but several that together are: each is read whole by a worker
+    ahead of its turn. Same bytes and notices as one sequential stream: the files in turn, then
+    what each scanner gives at the end of the input (here an open traceback), after all files."""
+    for name, lines in (("a.log", 900), ("b.log", 300), ("c.log", 600), ("d.log", 50)):
+        _write_run(tmp_path / name, lines)
+    with (tmp_path / "b.log").open("a") as out:  # a traceback still open at the file's end
+        out.write("(APIServer pid=9) ERROR 11-29 10:00:00 [core.py:1] Traceback (most recent call last):\n"
+                  '(APIServer pid=9) ERROR 11-29 10:00:00 [core.py:1]   File "x.py", line 1, in f\n')
+    (tmp_path / "c.log").write_bytes((tmp_path / "c.log").read_bytes() + b"x" * (1_100 << 10) + b"\n")  # over 1 MiB: cut
+
+    def run() -> tuple[str, str]:
+        out = io.StringIO()
+        with redirect_stdout(out):
+            main(["parse", "--year", "2026", "--format", fmt, str(tmp_path)])
+        return out.getvalue(), capsys.readouterr().err
+
+    sequential, sequential_err = run()
+    assert sequential.count("traceback") == 1 and "line(s) longer than" in sequential_err
+    monkeypatch.setattr(parallel_scan, "worker_count", lambda: 2)  # on every core even on a one-core CI runner
+    monkeypatch.setattr(parallel_scan, "MIN_PARALLEL_BYTES", sum(f.stat().st_size for f in tmp_path.iterdir()))
+    assert not any(parallel_scan.should_split(str(f)) for f in tmp_path.iterdir())
+    from pdwatch.commands import parse
+    taken: list[str] = []
+    take = parse._FilesAhead.take
+    monkeypatch.setattr(parse._FilesAhead, "take", lambda self, path: taken.append(path) or take(self, path))
+    assert run() == (sequential, sequential_err)
+    assert [Path(p).name for p in taken] == ["a.log", "b.log", "c.log", "d.log"]  # each read by a worker
+    last = sequential.strip().splitlines()[-1]
+    assert "traceback" in last  # the finish of b.log, after d.log's lines
