@@ -21,6 +21,12 @@ label is engine None) with these ``values`` (a key is absent when its metric is 
   clock did not move forward.
 - ``preemptions``  <- increase of ``vllm:num_preemptions_total`` since the previous scrape
   (absent on a first scrape or after a reset).
+- ``prefix_hit_pct`` <- 100 x the increase of ``vllm:prefix_cache_hits_total`` over that of
+  ``vllm:prefix_cache_queries_total`` since the previous scrape (the older ``vllm:gpu_prefix_cache_*``
+  pair when the newer is missing): the hit rate of the tokens looked up in that interval, where
+  the log line's is over vLLM's recent requests. ``None`` when no token was looked up, on a
+  first scrape or after a reset; absent when the counters are. ``external_prefix_hit_pct`` the same
+  from ``vllm:external_prefix_cache_*`` (a KV connector's cache, vLLM >= 0.11).
 
 ``events_from_samples(samples, ...)`` does the same for samples already parsed, as a Prometheus
 server returns them (``pdwatch.sources.prometheus``); ``WANTED`` is the set of sample names
@@ -51,13 +57,22 @@ PROMPT_TOKENS = "vllm:prompt_tokens_total"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 PROMPT_TOKENS_BY_SOURCE = "vllm:prompt_tokens_by_source_total"
 PREEMPTIONS = "vllm:num_preemptions_total"
+# Hit-rate fields from (queries, hits) counters, in tokens, newest names first (the gpu_ ones:
+# vLLM <= 0.10); the external one is the KV connector's cache (vLLM >= 0.11).
+HIT_RATES = {
+    "prefix_hit_pct": (("vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"),
+                       ("vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total")),
+    "external_prefix_hit_pct": (("vllm:external_prefix_cache_queries_total",
+                                 "vllm:external_prefix_cache_hits_total"),),
+}
+_HIT_RATE_NAMES = {name: (pair, i) for pairs in HIT_RATES.values() for pair in pairs for i, name in enumerate(pair)}
 
 _GAUGES = {RUNNING: "running", WAITING: "waiting"}
 # the log's prompt throughput counts local compute only (vLLM >= 0.16, when the by-source counter exists)
 _LOCAL_PROMPT = "_local_prompt_tps"
 _RATES = {PROMPT_TOKENS: "prompt_tps", GENERATION_TOKENS: "gen_tps", PROMPT_TOKENS_BY_SOURCE: _LOCAL_PROMPT}
 _VLLM_WANTED = frozenset({RUNNING, WAITING, *KV_USAGE, PROMPT_TOKENS, PROMPT_TOKENS_BY_SOURCE, GENERATION_TOKENS,
-                          PREEMPTIONS})
+                          PREEMPTIONS, *_HIT_RATE_NAMES})
 _WANTED = _VLLM_WANTED | dynamo.WANTED
 # Every sample name pdwatch maps, vLLM's and a Dynamo frontend's: a Prometheus source asks its
 # server for exactly these series (one table for the scrape, the recorded and the server paths).
@@ -154,6 +169,8 @@ def events_from_samples(samples: list[tuple[str, dict[str, str], float]], *, sou
     per_engine: dict[int | None, dict[str, Any]] = {}
     raw: dict[int | None, list[str]] = {}
     kv: dict[int | None, dict[str, float]] = {}
+    # engine -> counter pair -> {0: queries increase, 1: hits increase} (None: unknown in this interval)
+    hit_counts: dict[int | None, dict[tuple[str, str], dict[int, float | None]]] = {}
     samples = [s for s in samples if s[0] in _WANTED]
     frontend = dynamo.frontend_values(samples, state, source, epoch)
     for name, labels, value in samples:
@@ -178,6 +195,11 @@ def events_from_samples(samples: list[tuple[str, dict[str, str], float]], *, sou
                 if increase is not None:
                     values["preemptions"] = values.get("preemptions", 0.0) + increase
                 continue
+            if name in _HIT_RATE_NAMES:
+                pair, i = _HIT_RATE_NAMES[name]
+                sums = hit_counts.setdefault(engine, {}).setdefault(pair, {})
+                sums[i] = None if increase is None or sums.get(i, 0.0) is None else sums.get(i, 0.0) + increase
+                continue
             key = _RATES[name]
             if increase is None or before is None:
                 values["_no_rate_" + key] = True
@@ -192,6 +214,13 @@ def events_from_samples(samples: list[tuple[str, dict[str, str], float]], *, sou
             if name in fractions:
                 values["kv_usage_pct"] = 100.0 * fractions[name]
                 break
+        counted = hit_counts.get(engine, {})
+        for key, pairs in HIT_RATES.items():
+            for pair in pairs:  # the newer names win when both are exposed
+                if pair in counted:
+                    queries, hits = counted[pair].get(0), counted[pair].get(1)  # one of the two missing: unknown
+                    values[key] = 100.0 * hits / queries if queries and hits is not None else None
+                    break
         for key in ("prompt_tps", "gen_tps", _LOCAL_PROMPT):
             if values.pop("_no_rate_" + key, False):
                 values[key] = None  # one series without a rate makes the engine's sum unknown

@@ -9,7 +9,8 @@ table), one series per engine labelled ``job``, ``instance``, ``role``, ``engine
 ``pdwatch:running``, ``pdwatch:waiting``, ``pdwatch:kv_usage_pct`` (100 x the fraction),
 ``pdwatch:prompt_tps`` / ``pdwatch:gen_tps`` (``irate`` of the token counters: the rate
 between the last two scrapes, as pdwatch computes it per scrape), ``pdwatch:preemptions``
-(their increase), and a Dynamo frontend's fields per endpoint. The group is evaluated
+(their increase), ``pdwatch:prefix_hit_pct`` and ``pdwatch:external_prefix_hit_pct`` (the cache's hits over
+its queries in that interval), and a Dynamo frontend's fields per endpoint. The group is evaluated
 every ``interval`` (``--interval``, which must be the scrape interval: "N samples" are N
 scrapes), so each evaluation is one stats line.
 
@@ -58,7 +59,7 @@ from typing import Any, Iterable
 import yaml
 
 from pdwatch.parsers import dynamo_metrics as dynamo
-from pdwatch.parsers.exposition import (GENERATION_TOKENS, KV_USAGE, PREEMPTIONS, PROMPT_TOKENS,
+from pdwatch.parsers.exposition import (GENERATION_TOKENS, KV_USAGE, HIT_RATES, PREEMPTIONS, PROMPT_TOKENS,
                                         PROMPT_TOKENS_BY_SOURCE, RUNNING, WAITING)
 from pdwatch.rules import Rule
 from pdwatch.rules.nodes import BOOL, STR, Binary, Call, Field, Lit, Node, Samples, Unary
@@ -134,6 +135,11 @@ def field_rules(o: ExportOptions) -> list[tuple[str, str, str]]:
         ("pdwatch:gen_tps", f"sum by ({e}) (irate({GENERATION_TOKENS}[{r}]))", "engine"),
         ("pdwatch:preemptions", f"sum by ({e}) (clamp_min(idelta({PREEMPTIONS}[{r}]), 0))", "engine"),
     ]
+    # the interval's hits over its queries (tokens); none when nothing was looked up (0/0 is NaN)
+    for key, pairs in HIT_RATES.items():
+        out.append((f"pdwatch:{key}", " or ".join(
+            f"(100 * sum by ({e}) (irate({hits}[{r}])) / sum by ({e}) (irate({queries}[{r}])) > -Inf)"
+            for queries, hits in pairs), "engine"))
     # A Dynamo frontend's page: role "frontend" unless its target says another (as pdwatch reads such a page).
     def frontend(q: str) -> str:
         return f'label_replace({q}, "role", "frontend", "role", "")'

@@ -112,3 +112,45 @@ def test_clock_not_moving_gives_no_rate_and_late_scrape_keeps_baseline():
 def test_garbage_raises_exposition_error():
     with pytest.raises(ExpositionError):
         events_from_exposition('vllm:num_requests_running{engine="0" 1\n', source="s", ts=T0)
+
+
+def _prefix_page(queries: float | None, hits: float | None, *, old: bool = False, also_old: tuple | None = None) -> str:
+    """A page with the prefix cache's counters (tokens) of engine 0, vLLM's names or the older gpu_ ones."""
+    lines = ['vllm:num_requests_running{engine="0",model_name="m"} 1']
+    for prefix, pair in (("gpu_" if old else "", (queries, hits)), ("gpu_", also_old or (None, None))):
+        for what, value in zip(("queries", "hits"), pair):
+            if value is not None:
+                lines += [f"# TYPE vllm:{prefix}prefix_cache_{what} counter",
+                          f'vllm:{prefix}prefix_cache_{what}_total{{engine="0",model_name="m"}} {value}']
+    return "\n".join(lines) + "\n"
+
+
+def _hit_pcts(pages: list[str]) -> list:
+    state = CounterState()
+    return [events_from_exposition(page, source="srv", ts=T0 + timedelta(seconds=10 * i), state=state)[0]
+            .values.get("prefix_hit_pct", "absent") for i, page in enumerate(pages)]
+
+
+def test_prefix_cache_hit_rate_is_the_intervals_hits_over_its_queries():
+    # first scrape: no interval yet; then 1000 tokens looked up, 250 hit; then none looked up
+    assert _hit_pcts([_prefix_page(500, 100), _prefix_page(1500, 350), _prefix_page(1500, 350)]) == [None, 25.0, None]
+    # vLLM <= 0.10 names them gpu_prefix_cache_*; when both are exposed the newer names win
+    assert _hit_pcts([_prefix_page(0, 0, old=True), _prefix_page(400, 100, old=True)]) == [None, 25.0]
+    assert _hit_pcts([_prefix_page(0, 0, also_old=(0, 0)), _prefix_page(400, 300, also_old=(400, 0))]) == [None, 75.0]
+    # a reset (the counter went down) gives no rate; one counter of the two missing is unknown, not 0%
+    assert _hit_pcts([_prefix_page(900, 90), _prefix_page(100, 10)]) == [None, None]
+    assert _hit_pcts([_prefix_page(100, None), _prefix_page(500, None)]) == [None, None]
+    # no prefix cache counters at all: the key is absent, as for any missing metric
+    assert _hit_pcts([_prefix_page(None, None), _prefix_page(None, None)]) == ["absent", "absent"]
+
+
+def test_external_prefix_cache_hit_rate_from_the_connectors_counters():
+    def page(queries: int, hits: int) -> str:
+        return ('vllm:num_requests_running{engine="0"} 1\n'
+                f'vllm:external_prefix_cache_queries_total{{engine="0"}} {queries}\n'
+                f'vllm:external_prefix_cache_hits_total{{engine="0"}} {hits}\n')
+    state = CounterState()
+    first, second = (events_from_exposition(p, source="srv", ts=T0 + timedelta(seconds=10 * i), state=state)[0]
+                     for i, p in enumerate([page(100, 0), page(500, 100)]))
+    assert first.values["external_prefix_hit_pct"] is None and second.values["external_prefix_hit_pct"] == 25.0
+    assert "prefix_hit_pct" not in second.values  # the local cache's counters are not on this page

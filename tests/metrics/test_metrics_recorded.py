@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -172,3 +171,22 @@ def test_header_without_port_and_text_before_first_header():
     text = "junk\n# ===== record t=1780000000.5 (x) =====\nvllm:num_requests_waiting 2\n"
     (scrape,) = split_scrapes(text)
     assert scrape.port is None and scrape.line_no == 2 and scrape.ts.timestamp() == 1780000000.5
+
+
+def test_prefix_cache_hit_rate_from_a_real_servers_scrapes():
+    """vLLM 0.32 with prefix caching on: unique prompts, then prompts sharing 512 tokens. The
+    scrapes' counters give each interval's hit rate; over the whole run they give the log's own
+    last (cumulative) "Prefix cache hit rate"."""
+    import re
+    from pdwatch.parsers.exposition import parse_samples
+    events, errors = read_recorded(str(CPU / "s4_prefix_cache_on.metrics.txt"))
+    scrapes = [e for e in events if e.kind == "stats"]
+    assert not errors
+    rates = [e.values["prefix_hit_pct"] for e in scrapes]
+    assert rates[0] is None and rates[1] == 0.0  # no interval yet; the unique prompts hit nothing
+    assert all(r > 50 for r in rates[2:]) and len(rates) == 4  # the shared prefixes hit
+    last_page = split_scrapes((CPU / "s4_prefix_cache_on.metrics.txt").read_text())[-1].body
+    totals = {name: value for name, _, value in parse_samples(last_page)}
+    whole_run = 100 * totals["vllm:prefix_cache_hits_total"] / totals["vllm:prefix_cache_queries_total"]
+    logged = re.findall(r"Prefix cache hit rate: ([\d.]+)%", (CPU / "s4_prefix_cache_on.log").read_text())
+    assert whole_run == pytest.approx(float(logged[-1]), abs=0.05)

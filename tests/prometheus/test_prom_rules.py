@@ -61,6 +61,50 @@ def test_the_export_passes_promtool_check(tmp_path, capsys, options):
     assert "pdwatch: not exported: lint_async_scheduling_off: it reads no metric, only start-up facts" in err
 
 
+@needs_promtool
+def test_the_prefix_cache_hit_rates_are_recorded_as_pdwatch_reads_them(tmp_path, capsys):
+    """``pdwatch:prefix_hit_pct`` is the interval's hits over its queries, as a scrape pdwatch makes
+    gives it (``parsers.exposition``); the older gpu_ names serve when the newer are missing; an
+    interval in which nothing was looked up has no value."""
+    code, _, err = run(["rules", "export", "--format", "prometheus", "-o", str(tmp_path / "rules.yml")], capsys)
+    assert code == 0, err
+    new = 'job="vllm",instance="p0:8000",role="prefill",engine="0",model_name="m"'
+    old = 'job="vllm",instance="p1:8000",role="prefill",engine="0",model_name="m"'
+    (tmp_path / "t.yml").write_text(textwrap.dedent(f"""\
+        rule_files: [rules.yml]
+        evaluation_interval: 10s
+        tests:
+        - interval: 10s
+          input_series:
+          - {{series: 'vllm:prefix_cache_queries_total{{{new}}}', values: '0 1000 2000 2000'}}
+          - {{series: 'vllm:prefix_cache_hits_total{{{new}}}', values: '0 250 1000 1000'}}
+          - {{series: 'vllm:external_prefix_cache_queries_total{{{new}}}', values: '0 400 800 800'}}
+          - {{series: 'vllm:external_prefix_cache_hits_total{{{new}}}', values: '0 100 100 100'}}
+          - {{series: 'vllm:gpu_prefix_cache_queries_total{{{old}}}', values: '0 500 1000 1000'}}
+          - {{series: 'vllm:gpu_prefix_cache_hits_total{{{old}}}', values: '0 0 500 500'}}
+          promql_expr_test:
+          - expr: pdwatch:prefix_hit_pct
+            eval_time: 10s
+            exp_samples:
+            - {{labels: 'pdwatch:prefix_hit_pct{{job="vllm",instance="p0:8000",role="prefill",engine="0"}}', value: 25}}
+            - {{labels: 'pdwatch:prefix_hit_pct{{job="vllm",instance="p1:8000",role="prefill",engine="0"}}', value: 0}}
+          - expr: pdwatch:prefix_hit_pct
+            eval_time: 20s
+            exp_samples:
+            - {{labels: 'pdwatch:prefix_hit_pct{{job="vllm",instance="p0:8000",role="prefill",engine="0"}}', value: 75}}
+            - {{labels: 'pdwatch:prefix_hit_pct{{job="vllm",instance="p1:8000",role="prefill",engine="0"}}', value: 100}}
+          - expr: pdwatch:external_prefix_hit_pct
+            eval_time: 20s
+            exp_samples:
+            - {{labels: 'pdwatch:external_prefix_hit_pct{{job="vllm",instance="p0:8000",role="prefill",engine="0"}}', value: 0}}
+          - expr: pdwatch:prefix_hit_pct
+            eval_time: 30s
+            exp_samples: []
+        """))
+    result = promtool("test", "rules", str(tmp_path / "t.yml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_the_export_says_where_the_capture_size_comes_from(capsys):
     code, out, _ = run(["rules", "export", "--format", "prometheus", "--fact", 'max_capture_size{job="dec"}=512'],
                        capsys)
