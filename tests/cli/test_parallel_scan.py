@@ -245,3 +245,29 @@ def test_a_folder_of_small_files_read_on_every_core_prints_the_sequential_bytes(
     assert [Path(p).name for p in taken] == ["a.log", "b.log", "c.log", "d.log"]  # each read by a worker
     last = sequential.strip().splitlines()[-1]
     assert "traceback" in last  # the finish of b.log, after d.log's lines
+
+
+@pytest.mark.parametrize("capture", ["pd_pair", "pd_connector_crash", "kv_pressure"])
+@pytest.mark.parametrize("split", ["every file in pieces", "every file whole"])
+def test_a_real_captures_folder_on_every_core_prints_what_the_sequential_stream_does(monkeypatch, capsys, capture,
+                                                                                     split):
+    """Real vLLM logs with their recorded /metrics scrape beside them: the same lines on stdout and
+    the same notices on stderr (the scrape skipped, said first) whichever way the files are read."""
+    folder = REPO / "tests" / "data" / "real" / "captures" / capture
+
+    def run() -> tuple[str, str]:
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert main(["parse", "--year", "2026", str(folder)]) == 0
+        return out.getvalue(), capsys.readouterr().err
+
+    sequential = run()
+    assert "recorded /metrics scrape, not a log; skipped here" in sequential[1]
+    monkeypatch.setattr(parallel_scan, "worker_count", lambda: 2)
+    sizes = [f.stat().st_size for f in folder.glob("*.log")]
+    if split == "every file whole" and len(sizes) < 2:
+        pytest.skip("one log: a folder of it is read on every core only in pieces")
+    # whole: no file is big enough to split, but all of them together are
+    monkeypatch.setattr(parallel_scan, "MIN_PARALLEL_BYTES", 1 if split == "every file in pieces" else max(sizes) + 1)
+    monkeypatch.setattr(parallel_scan, "_PIECE_BYTES", 20_000)
+    assert run() == sequential
