@@ -104,7 +104,7 @@ def _all() -> list[Scenario]:
             ["prefill_bound", "kv_exhausted", "cudagraph_overflow", "stats_missing", "kv_transfer_errors",
              "engine_failure", "dp_imbalance", "seq_cap_bound", "lint_ssm_conv_layout", "lint_async_scheduling_off",
              "lint_prefix_caching_unused", "lint_block_size_mismatch", "lint_api_server_count"],
-            "The articles' recipe at a concurrency it handles: prefill has headroom, decode runs cc/DP requests per "
+            "The Qwen3.5 PD article's recipe at a concurrency it handles: prefill has headroom, decode runs cc/DP requests per "
             "engine inside its CUDA graphs and well inside its KV cache. The decode start-up has a harmless logged "
             "traceback (chat-template warmup) that must not count as an engine failure.",
             lambda s: (
@@ -121,8 +121,8 @@ def _all() -> list[Scenario]:
             "dynamo", (120, 190),
             [{"rule": "kv_exhausted", "role": "decode"}],
             ["prefill_bound", "cudagraph_overflow", "stats_missing", "kv_transfer_errors", "engine_failure"],
-            "5120 requests of ~8K prompt tokens need more KV cache than 8 decode GPUs have (the articles stop at "
-            "5120 for this reason). The capture size is already raised to 768 (cc/8 + 128), so what binds is memory: "
+            "5120 requests of ~8K prompt tokens need more KV cache than 8 decode GPUs have (the Qwen3.5 PD "
+            "article stops at 5120 for this reason). The capture size is already raised to 768 (cc/8 + 128), so what binds is memory: "
             "the cache fills, new requests wait on decode, running requests get preempted and recomputed.",
             lambda s: (
                 f"- decode engines: KV usage {s['decode_kv_mean']:.1f}% on average, Waiting "
@@ -150,7 +150,7 @@ def _all() -> list[Scenario]:
                 f"ranks 3-7 {s['decode_running_cold']:.0f};\n"
                 f"- tokens/s per running request: {s['decode_per_req_hot']:.1f} on the hot ranks against "
                 f"{s['decode_per_req_cold']:.1f} on the others (the eager penalty)."),
-            "`--max-cudagraph-capture-size` = cc/DP + 128 (640 here) on decode, as the articles do for cc >= 4096.",
+            "`--max-cudagraph-capture-size` = cc/DP + 128 (640 here) on decode, as the Qwen3.5 PD article does for cc >= 4096.",
         ),
         Scenario(
             "stats-missing", "the decode endpoint prints no stats (api_server_count 8)",
@@ -167,7 +167,7 @@ def _all() -> list[Scenario]:
                 "then no stats line at all;\n"
                 f"- the prefill side looks healthy: Waiting {s['prefill_waiting_mean']:.1f} per engine.\n"
                 "- total TPS/GPU cannot be computed from the logs (`tps_per_gpu: null`)."),
-            "`--api-server-count 1` on the endpoint under study (the articles' advice) brings the stats back.",
+            "`--api-server-count 1` on the endpoint under study (the Qwen3.5 PD article's advice) brings the stats back.",
             tps_known=False,
         ),
         Scenario(

@@ -111,7 +111,17 @@ def test_a_clicked_pane_keeps_the_focus_across_refreshes():
         async with app.run_test(size=(200, 50)) as pilot:
             assert await wait_for(pilot, lambda: _done(app))
             assert await wait_for(pilot, lambda: app.focused is app.panes["prefill_w0"])
-            await pilot.click(app.panes["decode_w0"], offset=(2, 1))
+            # the panes are ordered worst first as findings come: click once they stay where they are
+            layout = None
+            for _ in range(40):
+                now = {name: pane.region for name, pane in app.panes.items()}
+                if now == layout:
+                    break
+                layout = now
+                await pilot.pause(0.2)
+            target = app.panes["decode_w0"].region
+            await pilot.click(offset=(target.x + 2, target.y + 1))
+            assert await wait_for(pilot, lambda: app.focused is app.panes["decode_w0"]), (app.focused, layout)
             await pilot.pause(0.5)  # several refreshes (0.1 s each)
             assert app.focused is app.panes["decode_w0"]
             await pilot.press("enter")

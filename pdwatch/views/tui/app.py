@@ -99,6 +99,7 @@ class PdwatchApp(App):
         self._shown_view: str | None = None
         self._role_order: list[str] = []
         self._touched = False  # a key or a click: the focus is the user's, not kept on the worst endpoint
+        self._auto_focused: EndpointPane | None = None  # the pane the dashboard itself gave the focus last
 
     REPLAY_ONLY = {"pause", "step", "faster", "slower", "seek"}
 
@@ -158,6 +159,12 @@ class PdwatchApp(App):
     def on_mouse_down(self, _event) -> None:
         # A click focuses what it hits: the next refresh must not move the focus back to the worst endpoint.
         self._touched = True
+
+    def _user_moved_focus(self) -> bool:
+        """A pane has the focus that the dashboard did not give it: a click, which the refresh may
+        see before the click's own event reaches the app."""
+        focused = self.focused
+        return isinstance(focused, EndpointPane) and self._auto_focused is not None and focused is not self._auto_focused
 
     def on_descendant_focus(self, _event) -> None:
         self._show_keys()
@@ -274,6 +281,7 @@ class PdwatchApp(App):
         main.query_one(EndpointsTable).show(rows, snap.findings)
         main.query_one(FindingsTable).show(snap.findings, snap.groups)
         self._apply_view(snap)
+        self._touched = self._touched or self._user_moved_focus()
         if not self._touched and self._shown_view == "panes" and rows and rows[0].name in self._panes \
                 and not isinstance(self.focused, FindingsTable) and self.focused is not self._panes[rows[0].name]:
             self._focus_pane(self._panes[rows[0].name])  # until a key is pressed, the worst endpoint has the focus
@@ -328,7 +336,9 @@ class PdwatchApp(App):
         self._show_keys()
 
     def _focus_pane(self, pane: EndpointPane) -> None:
-        if self._shown_view == "panes" and pane.is_attached and not isinstance(self.focused, FindingsTable):
+        if self._shown_view == "panes" and pane.is_attached and not isinstance(self.focused, FindingsTable) \
+                and not self._user_moved_focus():
+            self._auto_focused = pane
             pane.focus()
 
     def _panes_fit(self, snap: Snapshot) -> bool:
