@@ -8,6 +8,7 @@ fields; enum reprs ``<CUDAGraphMode.NONE: 0>`` and bare names become strings.
 from __future__ import annotations
 
 import ast
+import warnings
 from typing import Any
 
 import regex
@@ -22,13 +23,22 @@ class ReprError(ValueError):
     pass
 
 
+def _quietly(parse, *args, **kwargs):
+    """``parse`` with Python's compile warnings off: a log's ``'\\d'`` is data, and an invalid
+    escape in it must not reach pdwatch's stderr as a SyntaxWarning (Python 3.12+; 3.11 a
+    DeprecationWarning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return parse(*args, **kwargs)
+
+
 def parse_repr(text: str) -> Any:
     """Parse a Python literal repr (with class and enum reprs). Raises ReprError."""
     if len(text) > _MAX_REPR_CHARS:
         raise ReprError("repr too long")
     text = _ENUM_REPR.sub(lambda m: repr(m[1]), text)
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = _quietly(ast.parse, text.strip(), mode="eval")
         return _walk(tree.body)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ReprError(str(exc)) from None
@@ -45,7 +55,7 @@ def parse_args_dict(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, raw in _FLAT_PAIR.findall(text):
         try:
-            out[key] = ast.literal_eval(raw)
+            out[key] = _quietly(ast.literal_eval, raw)
         except (ValueError, SyntaxError):
             continue
     kv = {k: v for k, v in _KW_PAIR.findall(text)}
@@ -69,7 +79,7 @@ def parse_namespace_args(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, raw in _NS_PAIR.findall("(" + body):
         try:
-            out.setdefault(key, ast.literal_eval(raw))
+            out.setdefault(key, _quietly(ast.literal_eval, raw))
         except (ValueError, SyntaxError):
             continue
     kv = {k: v for k, v in _KW_PAIR.findall(body)}
