@@ -198,7 +198,8 @@ def events_from_samples(samples: list[tuple[str, dict[str, str], float]], *, sou
             if name in _HIT_RATE_NAMES:
                 pair, i = _HIT_RATE_NAMES[name]
                 sums = hit_counts.setdefault(engine, {}).setdefault(pair, {})
-                sums[i] = None if increase is None or sums.get(i, 0.0) is None else sums.get(i, 0.0) + increase
+                so_far = sums.get(i, 0.0)
+                sums[i] = None if increase is None or so_far is None else so_far + increase
                 continue
             key = _RATES[name]
             if increase is None or before is None:

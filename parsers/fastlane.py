@@ -369,12 +369,16 @@ _SELECTED_BODY_JSON = (
 )
 
 
+# The router line's JSON members; the scanner's router lane writes them too, in one format with the rest.
+SELECTED_MEMBERS = (b'"worker_type":"%s","worker_id":"%s","dp_rank":%s,"logit":%s,"cached_blocks":%s,"tree_size":%s,'
+                    b'"total_blocks":%s')
+
+
 def _selected_json(groups: tuple) -> bytes:
     # ``\w`` of a bytes pattern is ASCII letters, digits and ``_``: nothing to escape.
     worker_type, worker_id, dp_rank, logit, cached, tree, total = groups
-    return (b'"worker_type":"%s","worker_id":"%s","dp_rank":%s,"logit":%s,"cached_blocks":%s,"tree_size":%s,'
-            b'"total_blocks":%s' % (worker_type, worker_id, dp_rank, logit or b"null", cached or b"null",
-                                    tree or b"null", total or b"null"))
+    return SELECTED_MEMBERS % (worker_type, worker_id, dp_rank, logit or b"null", cached or b"null",
+                               tree or b"null", total or b"null")
 
 
 STATS_JSON_LANE = _json_lane("stats", _STATS_BODY_JSON, _stats_json, STATS_LANE)

@@ -24,7 +24,7 @@ from .envelope import Envelope, engine_from_proc, normalise_level, split_envelop
 from .events import Event
 from .families import FAMILIES, LOGO_MODEL_KIND, STATS_ENGINE_KEY, Family
 from .fastlane import (COLOURED_FIELD, DYNAMO_HEADER_GROUPS, DYNAMO_TARGET_CLOSE, KV_TRANSFER_JSON_LANE, KV_TRANSFER_LANE,
-                       REQUEST_COMPLETED, REQUEST_COMPLETED_JSON, SPEC_DECODE_JSON_LANE, SPEC_DECODE_LANE, STATS_JSON_LANE, STATS_LANE,
+                       REQUEST_COMPLETED, REQUEST_COMPLETED_JSON, SELECTED_MEMBERS, SPEC_DECODE_JSON_LANE, SPEC_DECODE_LANE, STATS_JSON_LANE, STATS_LANE,
                        UVICORN_ACCESS, UVICORN_ACCESS_JSON, VLLM_HEADER_GROUPS, WORKER_SELECTED_JSON_LANE,
                        WORKER_SELECTED_LANE, JsonLane, MessageLane, match_stats, request_completed_values, stats_values)
 from .prefilter import Prefilter
@@ -567,7 +567,6 @@ _JSON_LINE_LANES: dict[tuple[bytes, ...], tuple] = {
     (b"HTTP/2",): (LogScanner._http_access_json_lane, None),
     (b"request completed",): (LogScanner._request_completed_json_lane, None),
 }
-# ``_router_json_lane``'s line after the kind and source: ``fastlane._selected_json``'s members.
-_ROUTER_JSON_TAIL = (b'%d,"ts":%s,"engine":null,"level":%s,"worker_type":"%s","worker_id":"%s","dp_rank":%s,"logit":%s,'
-                     b'"cached_blocks":%s,"tree_size":%s,"total_blocks":%s}\n')
+# ``_router_json_lane``'s line after the kind and source.
+_ROUTER_JSON_TAIL = b'%d,"ts":%s,"engine":null,"level":%s,' + SELECTED_MEMBERS + b'}\n'
 _JSON_KINDS = ("stats", "spec_decode", "kv_transfer", "worker_selected", "http_access", "request_completed")

@@ -104,12 +104,13 @@ def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextI
     failed = False
     finishes: list[bytes | str] = []
     paths = list(sources.sources)
+    split = {p for p in paths if parallel_scan.should_split(p)}  # one stat a file
     if sources.metrics_files:  # the stream says first that it skips the recorded scrapes
         for notice in SourceSet(sources.metrics_files, follow=False).blocks():
             failed |= isinstance(notice, SourceNotice) and _report_notice(notice, follow=False)
-    with _FilesAhead([p for p in paths if not parallel_scan.should_split(p)], args.year, tz, table) as ahead:
+    with _FilesAhead([p for p in paths if p not in split], args.year, tz, table) as ahead:
         for path in paths:
-            if parallel_scan.should_split(path):
+            if path in split:
                 try:
                     last = None
                     for chunk in parallel_scan.scan_file(path, year=args.year, tz=tz, render=render,

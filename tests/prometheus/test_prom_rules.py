@@ -36,6 +36,13 @@ def promtool(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=120)
 
 
+def _promtool_case(series: dict[str, str], **checks) -> str:
+    """A promtool test file of the exported ``rules.yml`` at a 10 s interval: the input series, then ``checks``."""
+    return yaml.safe_dump({"rule_files": ["rules.yml"], "evaluation_interval": "10s", "tests": [
+        {"interval": "10s", "input_series": [{"series": k, "values": v} for k, v in series.items()], **checks}]},
+        sort_keys=False)
+
+
 # -- export ----------------------------------------------------------------------------------------------
 @needs_promtool
 @pytest.mark.parametrize("options", [
@@ -70,37 +77,24 @@ def test_the_prefix_cache_hit_rates_are_recorded_as_pdwatch_reads_them(tmp_path,
     assert code == 0, err
     new = 'job="vllm",instance="p0:8000",role="prefill",engine="0",model_name="m"'
     old = 'job="vllm",instance="p1:8000",role="prefill",engine="0",model_name="m"'
-    (tmp_path / "t.yml").write_text(textwrap.dedent(f"""\
-        rule_files: [rules.yml]
-        evaluation_interval: 10s
-        tests:
-        - interval: 10s
-          input_series:
-          - {{series: 'vllm:prefix_cache_queries_total{{{new}}}', values: '0 1000 2000 2000'}}
-          - {{series: 'vllm:prefix_cache_hits_total{{{new}}}', values: '0 250 1000 1000'}}
-          - {{series: 'vllm:external_prefix_cache_queries_total{{{new}}}', values: '0 400 800 800'}}
-          - {{series: 'vllm:external_prefix_cache_hits_total{{{new}}}', values: '0 100 100 100'}}
-          - {{series: 'vllm:gpu_prefix_cache_queries_total{{{old}}}', values: '0 500 1000 1000'}}
-          - {{series: 'vllm:gpu_prefix_cache_hits_total{{{old}}}', values: '0 0 500 500'}}
-          promql_expr_test:
-          - expr: pdwatch:prefix_hit_pct
-            eval_time: 10s
-            exp_samples:
-            - {{labels: 'pdwatch:prefix_hit_pct{{job="vllm",instance="p0:8000",role="prefill",engine="0"}}', value: 25}}
-            - {{labels: 'pdwatch:prefix_hit_pct{{job="vllm",instance="p1:8000",role="prefill",engine="0"}}', value: 0}}
-          - expr: pdwatch:prefix_hit_pct
-            eval_time: 20s
-            exp_samples:
-            - {{labels: 'pdwatch:prefix_hit_pct{{job="vllm",instance="p0:8000",role="prefill",engine="0"}}', value: 75}}
-            - {{labels: 'pdwatch:prefix_hit_pct{{job="vllm",instance="p1:8000",role="prefill",engine="0"}}', value: 100}}
-          - expr: pdwatch:external_prefix_hit_pct
-            eval_time: 20s
-            exp_samples:
-            - {{labels: 'pdwatch:external_prefix_hit_pct{{job="vllm",instance="p0:8000",role="prefill",engine="0"}}', value: 0}}
-          - expr: pdwatch:prefix_hit_pct
-            eval_time: 30s
-            exp_samples: []
-        """))
+    def samples(name: str, *values: float) -> dict:
+        return {"expr": name, "exp_samples": [
+            {"labels": f'{name}{{job="vllm",instance="{instance}",role="prefill",engine="0"}}', "value": value}
+            for instance, value in zip(("p0:8000", "p1:8000"), values)]}
+
+    (tmp_path / "t.yml").write_text(_promtool_case({
+        f"vllm:prefix_cache_queries_total{{{new}}}": "0 1000 2000 2000",
+        f"vllm:prefix_cache_hits_total{{{new}}}": "0 250 1000 1000",
+        f"vllm:external_prefix_cache_queries_total{{{new}}}": "0 400 800 800",
+        f"vllm:external_prefix_cache_hits_total{{{new}}}": "0 100 100 100",
+        f"vllm:gpu_prefix_cache_queries_total{{{old}}}": "0 500 1000 1000",
+        f"vllm:gpu_prefix_cache_hits_total{{{old}}}": "0 0 500 500",
+    }, promql_expr_test=[
+        {"eval_time": "10s", **samples("pdwatch:prefix_hit_pct", 25, 0)},
+        {"eval_time": "20s", **samples("pdwatch:prefix_hit_pct", 75, 100)},
+        {"eval_time": "20s", **samples("pdwatch:external_prefix_hit_pct", 0)},
+        {"eval_time": "30s", "expr": "pdwatch:prefix_hit_pct", "exp_samples": []},
+    ]))
     result = promtool("test", "rules", str(tmp_path / "t.yml"))
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -127,18 +121,11 @@ def test_facts_given_at_export_make_a_rule_fire(tmp_path, capsys):
                         'max_capture_size{job="vllm"}=512', "--fact", "max_num_seqs=1024"], capsys)
     assert code == 0, err
     labels = 'job="vllm",instance="d0:8000",role="decode",engine="0",model_name="m"'
-    (tmp_path / "t.yml").write_text(textwrap.dedent(f"""\
-        rule_files: [rules.yml]
-        evaluation_interval: 10s
-        tests:
-        - interval: 10s
-          input_series:
-          - {{series: 'vllm:num_requests_running{{{labels}}}', values: '_ 600x10'}}
-          - {{series: 'vllm:num_requests_waiting{{{labels}}}', values: '_ 0x10'}}
-          - {{series: 'vllm:kv_cache_usage_perc{{{labels}}}', values: '_ 0.5x10'}}
-          alert_rule_test:
-          - {{eval_time: 20s, alertname: cudagraph_overflow, exp_alerts: []}}
-        """))
+    (tmp_path / "t.yml").write_text(_promtool_case({
+        f"vllm:num_requests_running{{{labels}}}": "_ 600x10",
+        f"vllm:num_requests_waiting{{{labels}}}": "_ 0x10",
+        f"vllm:kv_cache_usage_perc{{{labels}}}": "_ 0.5x10",
+    }, alert_rule_test=[{"eval_time": "20s", "alertname": "cudagraph_overflow", "exp_alerts": []}]))
     result = promtool("test", "rules", str(tmp_path / "t.yml"))
     assert result.returncode == 0, result.stdout  # pending at 20 s: above 512 since 10 s, held for 2 samples
     doc = yaml.safe_load((tmp_path / "t.yml").read_text())
