@@ -18,14 +18,14 @@ from pdwatch.parsers import Event
 from pdwatch.model.log_facts import fold as learn_facts
 from pdwatch.model.deployment import DeploymentModel, Endpoint
 from pdwatch.model.partial import (_KEPT_EVENT_KINDS, _MODEL_KINDS, GENERIC_KINDS, UNSTORED_KINDS,  # noqa: F401
-                                   Partial, fold_events)
+                                   Partial, StatsColumns, fold_events)
 from pdwatch.rules.model import STATS_FIELDS, DeploymentView, EndpointView
 
 _STATS_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text")
 _EVENT_COLUMNS = ("ts", "engine", "kind", "source", "line_no", "text", "reason")
 @dataclass
 class _Series:
-    stats_rows: list[tuple] = field(default_factory=list)
+    stats_new: list[StatsColumns] = field(default_factory=list)  # merged since the last flush
     event_rows: list[tuple] = field(default_factory=list)
     stats: pd.DataFrame = field(default_factory=lambda: _empty(_STATS_COLUMNS))
     events: pd.DataFrame = field(default_factory=lambda: _empty(_EVENT_COLUMNS))
@@ -78,7 +78,8 @@ class Store:
             line_no = event.end_line_no if event.kind == "traceback" and event.end_line_no else event.line_no
             rows.append((event.ts, event.engine, event.kind, event.source, line_no,
                          event.text, event.values.get("reason")))
-        series.stats_rows.extend(part.stats_rows)
+        if len(part.stats):
+            series.stats_new.append(part.stats)
         while self.model.absorbed:  # a log claimed an endpoint made of its URL: one endpoint, one series
             self._absorb(*self.model.absorbed.pop(0))
         if part.last_ts is not None:
@@ -90,8 +91,8 @@ class Store:
             return
         target = self._series.setdefault(into, _Series())
         self.flush()
-        target.stats_rows.extend(tuple(r) for r in gone.stats.itertuples(index=False, name=None))
-        target.stats_rows.extend(gone.stats_rows)
+        target.stats_new.append(_columns_of(gone.stats))
+        target.stats_new.extend(gone.stats_new)
         target.event_rows.extend(tuple(r) for r in gone.events.itertuples(index=False, name=None))
         target.event_rows.extend(gone.event_rows)
         if gone.last_ts is not None and (target.last_ts is None or gone.last_ts > target.last_ts):
@@ -101,8 +102,8 @@ class Store:
 
     def flush(self) -> None:
         for name, series in self._series.items():
-            if series.stats_rows:
-                frame = _stats_frame(series.stats_rows)
+            if series.stats_new:
+                frame = _stats_frame(series.stats_new)
                 old = series.stats
                 if old.empty:
                     series.stats = frame.sort_values("ts", kind="stable", ignore_index=True)
@@ -114,7 +115,7 @@ class Store:
                 else:
                     series.stats = pd.concat([old, frame], ignore_index=True).sort_values(
                         "ts", kind="stable", ignore_index=True)
-                series.stats_rows = []
+                series.stats_new = []
                 self._learn_interval(self.model.endpoints[name], series.stats)
             if series.event_rows:
                 frame = _events_frame(series.event_rows)
@@ -129,8 +130,7 @@ class Store:
         drop = set(sources)
         if series is None or not drop:
             return
-        at = 2 + len(STATS_FIELDS)  # a row: ts, engine, *fields, source, line_no, text
-        series.stats_rows = [r for r in series.stats_rows if r[at] not in drop]
+        series.stats_new = [columns.without_sources(drop) for columns in series.stats_new]
         if not series.stats.empty:
             series.stats = series.stats[~series.stats["source"].isin(drop)].reset_index(drop=True)
         self.model.endpoints[name].facts.pop("stats_interval_s", None)
@@ -286,22 +286,36 @@ def interval_gaps(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return gaps[keep], later[keep]
 
 
-def _stats_frame(rows: list[tuple]) -> pd.DataFrame:
-    """Rows -> a frame, built column by column (a live tick builds one per endpoint: the
-    record-and-astype way cost ~5 ms for a single row)."""
-    rows = [r for r in rows if r[0] is not None]  # a stats line without a time cannot be placed
-    columns = list(zip(*rows)) if rows else [()] * len(_STATS_COLUMNS)
-    data: dict[str, Any] = {"ts": pd.to_datetime(pd.Series(columns[0], dtype=object), utc=True),
-                            "engine": np.asarray(columns[1], dtype=np.int64)}
-    for i, name in enumerate(STATS_FIELDS, start=2):
-        data[name] = np.asarray(columns[i], dtype=np.float64)
+def _stats_frame(chunks: list[StatsColumns]) -> pd.DataFrame:
+    """Stats columns -> a frame, each column joined in one go (a live tick builds one per
+    endpoint: the record-and-astype way cost ~5 ms for a single row)."""
+    ts = [t for c in chunks for t in c.ts]
+    values = (np.concatenate([c.seal().values for c in chunks]) if chunks
+              else np.empty((0, len(STATS_FIELDS)), dtype=np.float64))
+    columns: list[list] = [[x for c in chunks for x in getattr(c, name)] for name in ("engine", "sources", "line_no", "text")]
+    if None in ts:  # a stats line without a time cannot be placed
+        keep = [i for i, t in enumerate(ts) if t is not None]
+        ts = [ts[i] for i in keep]
+        values = values[keep]
+        columns = [[column[i] for i in keep] for column in columns]
+    engine, sources, line_no, text = columns
+    data: dict[str, Any] = {"ts": pd.to_datetime(pd.Series(ts, dtype=object), utc=True),
+                            "engine": np.asarray(engine, dtype=np.int64)}
     # A line that does not print Preemptions leaves them unknown (NaN), not 0: vLLM 0.32 prints
     # none even while its /metrics count them.
-    n = 2 + len(STATS_FIELDS)
-    data["source"] = pd.Series(columns[n])  # pandas infers its string dtype, as from records
-    data["line_no"] = np.asarray(columns[n + 1], dtype=np.int64)
-    data["text"] = pd.Series(columns[n + 2])
+    for i, name in enumerate(STATS_FIELDS):
+        data[name] = values[:, i]  # copied: DataFrame(dict) consolidates the columns into one block
+    data["source"] = pd.Series(sources)  # pandas infers its string dtype, as from records
+    data["line_no"] = np.asarray(line_no, dtype=np.int64)
+    data["text"] = pd.Series(text)
     return pd.DataFrame(data)
+
+
+def _columns_of(frame: pd.DataFrame) -> StatsColumns:
+    """A stats frame back into columns (an endpoint absorbed into another)."""
+    values = frame[list(STATS_FIELDS)].to_numpy(dtype=np.float64)
+    return StatsColumns(frame["source"].tolist(), frame["ts"].tolist(), frame["engine"].tolist(),
+                        values.reshape(len(frame), len(STATS_FIELDS)), frame["line_no"].tolist(), frame["text"].tolist())
 
 
 def _events_frame(rows: list[tuple]) -> pd.DataFrame:

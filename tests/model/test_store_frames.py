@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from pdwatch.parsers import Event
+from pdwatch.model.partial import StatsColumns
 from pdwatch.model.store import Store, _stats_frame
 from pdwatch.rules.model import STATS_FIELDS
 
@@ -36,12 +37,29 @@ def _rows(n: int, rng: random.Random) -> list[tuple]:
     return rows
 
 
+def _columns(rows: list[tuple]) -> StatsColumns:
+    n = len(STATS_FIELDS)
+    return StatsColumns([r[2 + n] for r in rows], [r[0] for r in rows], [r[1] for r in rows],
+                        [list(r[2:2 + n]) for r in rows], [r[3 + n] for r in rows], [r[4 + n] for r in rows])
+
+
 def test_column_frame_equals_the_records_frame():
     rng = random.Random(7)
     for n in (1, 2, 17, 300):
         rows = _rows(n, rng)
-        pd.testing.assert_frame_equal(_stats_frame(rows).reset_index(drop=True), _records_way(rows))
+        pd.testing.assert_frame_equal(_stats_frame([_columns(rows)]).reset_index(drop=True), _records_way(rows))
+        cut = rng.randrange(n + 1)  # merged runs are joined in order
+        pd.testing.assert_frame_equal(_stats_frame([_columns(rows[:cut]), _columns(rows[cut:])]), _records_way(rows))
     assert _stats_frame([]).empty
+
+
+def test_a_value_numpy_cannot_take_is_nan():
+    """The parsers give a stats field a number or None; anything else reads as unknown (NaN)."""
+    odd = [[1.5] * len(STATS_FIELDS), [2] * len(STATS_FIELDS)]
+    odd[1][3] = object()
+    columns = StatsColumns(["a", "a"], [None, None], [0, 0], odd, [1, 2], ["x", "y"]).seal()
+    assert columns.values.shape == (2, len(STATS_FIELDS))
+    assert np.isnan(columns.values[1, 3]) and columns.values[1, 2] == 2.0 and (columns.values[0] == 1.5).all()
 
 
 def _stats_event(i: int, ts: datetime, engine: int) -> Event:
