@@ -73,6 +73,31 @@ class _PieceResult:
     skip_met: frozenset[str] = frozenset()  # skipped kinds whose lines the piece met (LogScanner.skip_met)
 
 
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+_allocator_tuned = False
+
+
+def tune_allocator() -> None:
+    """Let glibc's malloc keep the blocks a report's scan reads (4 MB ``pread`` buffers, numpy's
+    newline masks) in its heap for reuse, instead of mapping each afresh from the kernel, which
+    zero-fills it page by page: on a report of a 1.3 GB run that was ~0.4 s of its ~0.8 s of
+    system time (wall 2.26 -> 2.19 s). Called before the workers fork, which inherit it; a no-op
+    where the C library is not glibc. Not for ``parse``: its outputs (a piece's JSON, tens of MB)
+    then fragment the parent's heap, and a 100 MB parse took 0.2 s longer."""
+    global _allocator_tuned
+    if _allocator_tuned:
+        return
+    _allocator_tuned = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 64 << 20)  # blocks under 64 MB come from the heap
+        libc.mallopt(_M_TRIM_THRESHOLD, 256 << 20)  # and the heap keeps up to 256 MB free for them
+    except (OSError, AttributeError):  # not glibc (musl, macOS): its defaults stay
+        pass
+
+
 def worker_count() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -245,6 +245,7 @@ class _OnEveryCore:
         # The notices the sequential read gives first: each recorded scrape skipped as a log.
         self.notices = [n for n in SourceSet(metrics_files, follow=False).blocks() if isinstance(n, SourceNotice)]
         context = multiprocessing.get_context("fork")  # workers inherit the loaded parsers
+        parallel_scan.tune_allocator()
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                         initargs=(year, tz))
         try:
