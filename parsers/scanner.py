@@ -11,6 +11,7 @@ that a terminal hard-wrapped (pieces must be rejoined before parsing).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import orjson
@@ -205,6 +206,23 @@ class LogScanner:
         fed the same following lines, give the same events."""
         return (self.times.state(), self._last_stats_engine, self._seen_stats, dict(self._tracebacks),
                 self._pending_logo, self._held, self._wrap.widths, self._year_scanned, self._skip_unseen)
+
+    @staticmethod
+    def renumbered(state: tuple, delta: int) -> tuple:
+        """A ``boundary_state`` with its line numbers moved by ``delta``: the state of a piece
+        scanned with provisional line numbers, once its first line's true number is known."""
+        if not delta:
+            return state
+        times, last_engine, seen, tracebacks, logo, held, widths, year_scanned, unseen = state
+        tracebacks = {key: dataclasses.replace(tb, line_no=tb.line_no + delta, last_line_no=tb.last_line_no + delta)
+                      for key, tb in tracebacks.items()}
+        if logo is not None:
+            logo = dataclasses.replace(logo, line_no=logo.line_no + delta,
+                                       end_line_no=None if logo.end_line_no is None else logo.end_line_no + delta)
+        if held is not None:
+            text, first, last, length = held
+            held = (text, first + delta, last + delta, length)
+        return times, last_engine, seen, tracebacks, logo, held, widths, year_scanned, unseen
 
     def restore(self, state: tuple) -> None:
         """Continue from another scanner's ``boundary_state`` (the wrap decision is taken as made)."""

@@ -141,6 +141,24 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
     return parts
 
 
+def renumber(parts: list[Partial], delta: int) -> list[Partial]:
+    """``parts`` with their line numbers moved by ``delta`` (in place): a piece of a file read
+    with provisional numbers, once the lines before it are counted (``parallel_scan``)."""
+    if not delta:
+        return parts
+    for part in parts:
+        kept = part.kept
+        for i, event in enumerate(kept):
+            if event.__class__ is tuple:  # a row: (ts, engine, kind, source, line_no, text, reason)
+                kept[i] = (*event[:4], event[4] + delta, *event[5:])
+            else:
+                event.line_no += delta
+                if event.end_line_no is not None:
+                    event.end_line_no += delta
+        part.stats.line_no = [n + delta for n in part.stats.line_no]
+    return parts
+
+
 def _float_rows(rows: list[list]) -> Any:
     """Rows of numbers and None (what the parsers give a stats field) -> a (rows, fields)
     float64 array, None as NaN, in C. A value numpy cannot take is NaN, as ``_float`` has it."""

@@ -36,7 +36,7 @@ from pdwatch.errors import UsageError, require_inputs, require_one_existing
 from pdwatch.events.stream import EventStream
 from pdwatch.sources import READ_FAILURES, FileTail, PrometheusSource, PromOptions, SampleBlock, SourceNotice, \
     SourceSet, is_prom, is_ssh, is_url
-from pdwatch.model.partial import UNSTORED_KINDS, Partial, fold_events
+from pdwatch.model.partial import UNSTORED_KINDS, Partial, fold_events, renumber
 
 if TYPE_CHECKING:  # imported where used: the workers start reading before the parent has them
     import pandas as pd
@@ -257,9 +257,7 @@ class _OnEveryCore:
                            for path in sorted((p for p in files if p not in big), key=sizes.__getitem__, reverse=True)}
             self.scans: dict[str, tuple[list[SourceNotice], parallel_scan.FileScan]] = {}
             for path in big:
-                # Its lines are counted here while the workers read other files (queued behind them,
-                # the counts would hold this process back), by the idle workers otherwise.
-                started = _start_scan(path, self.pool, workers, year, tz, bool(self.wholes))
+                started = _start_scan(path, self.pool, workers, year, tz)
                 if started is None:
                     self.wholes[path] = self.pool.submit(_read_file, path)
                 else:
@@ -303,7 +301,7 @@ class _OnEveryCore:
 
 
 def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | None,
-                tz: tzinfo | None, count_here: bool = False) -> tuple[list[SourceNotice], parallel_scan.FileScan] | None:
+                tz: tzinfo | None) -> tuple[list[SourceNotice], parallel_scan.FileScan] | None:
     """A big file's scan in pieces, started, with the notice its sequential read gives on
     opening it; None when it must be read as a whole (``NotSplittable``, or a notice other than
     "opened", as for NUL padding, that the pieces would not give)."""
@@ -321,9 +319,9 @@ def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | 
         # then raises NotSplittable, before anything is merged): not this process, before any
         # worker could start.
         scan = parallel_scan.FileScan(path, year=year, tz=tz, render=fold_events, workers=workers,
-                                      skip_kinds=UNSTORED_KINDS,
+                                      skip_kinds=UNSTORED_KINDS, renumber=renumber,
                                       piece_bytes=piece_bytes, finish_apart=True, probe=False)
-        scan.start(pool, count_here=count_here)
+        scan.start(pool)  # the pieces number their lines themselves (``renumber``): nothing to count first
     except (parallel_scan.NotSplittable, OSError):
         return None
     return opened, scan

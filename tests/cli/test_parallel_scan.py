@@ -28,8 +28,27 @@ def _sequential(path: Path) -> list:
     return [e for e in stream if not isinstance(e, SourceNotice)]
 
 
-def _pieces(path: Path, **kw) -> list:
-    chunks = parallel_scan.scan_file(str(path), year=2026, tz=None, render=list, workers=2, **kw)
+def _renumber_events(events: list, delta: int) -> list:
+    for event in events:
+        event.line_no += delta
+        if event.end_line_no is not None:
+            event.end_line_no += delta
+    return events
+
+
+@pytest.fixture(params=["counted", "renumbered"])
+def numbering(request) -> str:
+    """Pieces numbered from the counts of the lines before them, or from 1 and renumbered once
+    those are scanned (``FileScan(renumber=...)``, a report's way)."""
+    return request.param
+
+
+_NUMBERING = {"counted": None, "renumbered": _renumber_events}
+
+
+def _pieces(path: Path, numbering: str = "counted", **kw) -> list:
+    chunks = parallel_scan.scan_file(str(path), year=2026, tz=None, render=list, workers=2,
+                                     renumber=_NUMBERING[numbering], **kw)
     return [event for chunk in chunks for event in chunk]
 
 
@@ -71,50 +90,50 @@ def _write_run(path: Path, lines: int, *, start_month_day: str = "11-29", rollov
                 out.write(_XFER.format(md=md, hms=hms))
 
 
-def test_generated_dynamo_node_log_in_pieces_equals_sequential(tmp_path, small_warmup):
+def test_generated_dynamo_node_log_in_pieces_equals_sequential(tmp_path, small_warmup, numbering):
     log = tmp_path / "node.log"
     subprocess.run([sys.executable, str(REPO / "bench" / "make_mixed_log.py"), "--size", "3M", "--out", str(log)],
                    check=True, capture_output=True)
     sequential = _sequential(log)
     assert len(sequential) > 1000
-    assert _pieces(log, piece_bytes=200_000) == sequential
+    assert _pieces(log, numbering, piece_bytes=200_000) == sequential
 
 
-def test_year_rollover_inside_a_piece_is_rescanned_from_the_true_state(tmp_path, small_warmup, rescans):
+def test_year_rollover_inside_a_piece_is_rescanned_from_the_true_state(tmp_path, small_warmup, rescans, numbering):
     log = tmp_path / "newyear.log"
     _write_run(log, 12_000, start_month_day="12-31", rollover_at=6_000)
     sequential = _sequential(log)
     years = {e.ts.year for e in sequential}
     assert years == {2026, 2027}
-    assert _pieces(log, piece_bytes=100_000) == sequential
+    assert _pieces(log, numbering, piece_bytes=100_000) == sequential
     assert rescans, "the pieces after the new year guessed the old year: they must have been rescanned"
 
 
-def test_traceback_longer_than_the_warmup_across_pieces(tmp_path, small_warmup, rescans):
+def test_traceback_longer_than_the_warmup_across_pieces(tmp_path, small_warmup, rescans, numbering):
     log = tmp_path / "crash.log"
     _write_run(log, 8_000, traceback_at=3_000, traceback_frames=400)
     sequential = _sequential(log)
     tracebacks = [e for e in sequential if e.kind == "traceback"]
     assert len(tracebacks) == 1 and tracebacks[0].values["frames"] == 400
-    assert _pieces(log, piece_bytes=60_000) == sequential
+    assert _pieces(log, numbering, piece_bytes=60_000) == sequential
     assert rescans
 
 
-def test_plain_run_needs_no_rescan(tmp_path, small_warmup, rescans):
+def test_plain_run_needs_no_rescan(tmp_path, small_warmup, rescans, numbering):
     log = tmp_path / "plain.log"
     _write_run(log, 8_000)
-    assert _pieces(log, piece_bytes=80_000) == _sequential(log)
+    assert _pieces(log, numbering, piece_bytes=80_000) == _sequential(log)
     assert rescans == []
 
 
-def test_line_over_the_cap_is_left_to_the_sequential_reader(tmp_path, monkeypatch):
+def test_line_over_the_cap_is_left_to_the_sequential_reader(tmp_path, monkeypatch, numbering):
     monkeypatch.setattr(parallel_scan, "MAX_LINE_BYTES", 10_000)
     log = tmp_path / "long.log"
     _write_run(log, 3_000)
     with log.open("a") as out:
         out.write("x" * 20_000 + "\n")
     with pytest.raises(parallel_scan.NotSplittable):
-        _pieces(log, piece_bytes=50_000)
+        _pieces(log, numbering, piece_bytes=50_000)
 
 
 def test_terminal_wrapped_file_is_not_split(tmp_path, monkeypatch):
@@ -174,21 +193,21 @@ def _write_sparse(path: Path, lines: int, *, stats_every: int, xfer_after: int |
                 out.write(_XFER.format(md="11-29", hms=hms))
 
 
-def test_stats_lines_further_apart_than_the_warmup(tmp_path, small_warmup):
+def test_stats_lines_further_apart_than_the_warmup(tmp_path, small_warmup, numbering):
     """The warm-up misses the last stats line; where no line of the piece uses it, the guess is
     let through, and the piece's stats state is taken from the true one."""
     log = tmp_path / "sparse.log"
     _write_sparse(log, 20_000, stats_every=700, xfer_after=None)
-    assert _pieces(log, piece_bytes=60_000) == _sequential(log)
+    assert _pieces(log, numbering, piece_bytes=60_000) == _sequential(log)
 
 
-def test_a_kv_transfer_line_needing_a_missed_stats_line_is_rescanned(tmp_path, small_warmup, rescans):
+def test_a_kv_transfer_line_needing_a_missed_stats_line_is_rescanned(tmp_path, small_warmup, rescans, numbering):
     """The KV-transfer line takes the engine of the stats line before it, which the warm-up missed."""
     log = tmp_path / "sparse-xfer.log"
     _write_sparse(log, 20_000, stats_every=700, xfer_after=650)
     sequential = _sequential(log)
     assert {e.engine for e in sequential if e.kind == "kv_transfer"} == {0, 1, 2, 3}
-    assert _pieces(log, piece_bytes=60_000) == sequential
+    assert _pieces(log, numbering, piece_bytes=60_000) == sequential
     assert rescans  # some pieces began between a stats line and its KV-transfer line
 
 
@@ -271,3 +290,18 @@ def test_a_real_captures_folder_on_every_core_prints_what_the_sequential_stream_
     monkeypatch.setattr(parallel_scan, "MIN_PARALLEL_BYTES", 1 if split == "every file in pieces" else max(sizes) + 1)
     monkeypatch.setattr(parallel_scan, "_PIECE_BYTES", 20_000)
     assert run() == sequential
+
+
+def test_the_last_newline_of_a_window_read_from_its_end_is_rfinds(tmp_path):
+    import random
+
+    rng = random.Random(5)
+    data = bytes(rng.choice(b"ab\n" if rng.random() < 0.5 else b"abcdefgh") for _ in range(50_000))
+    data = data[:20_000] + b"x" * 20_000 + data[40_000:]  # a stretch with no newline, longer than a read
+    path = tmp_path / "bytes"
+    path.write_bytes(data)
+    with path.open("rb") as fh:
+        for _ in range(300):
+            lo = rng.randrange(len(data))
+            hi = rng.randrange(lo, len(data) + 1)
+            assert parallel_scan._last_newline(fh.fileno(), lo, hi, window=rng.choice([1, 7, 4096])) == data.rfind(b"\n", lo, hi)
