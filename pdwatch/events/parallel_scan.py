@@ -225,11 +225,10 @@ class FileScan:
         self._queue: Iterator[_Piece] = iter(())
         self._slots: OutputSlots | None = None
 
-    def start(self, pool: ProcessPoolExecutor, *, shared: bool = True, slots: OutputSlots | None = None,
-              count_here: bool = False) -> None:
-        """Submit the first piece, count the lines of all (raises ``NotSplittable``, the first
-        piece's scan then cancelled or left unread) and submit the next ones. ``count_here``:
-        count in this process (a pool busy with other files would run the counts last)."""
+    def start(self, pool: ProcessPoolExecutor, *, shared: bool = True, slots: OutputSlots | None = None) -> None:
+        """Submit the first piece, count the lines of all on the pool (raises ``NotSplittable``,
+        the first piece's scan then cancelled or left unread) and submit the next ones; with
+        ``renumber``, only check that no line is over the cap, and submit them."""
         bounds = self._bounds
         self._pool = pool
         self._slots = slots
@@ -249,7 +248,7 @@ class FileScan:
             self._submit_ahead()
             return
         tasks = [(self.path, s, e) for s, e in bounds]
-        counts = list(map(_count_lines, tasks) if count_here else pool.map(_count_lines, tasks))
+        counts = list(pool.map(_count_lines, tasks))
         if any(count is None for count in counts):
             self._cancel_in_flight()
             raise NotSplittable(f"{self.path}: a line longer than {MAX_LINE_BYTES} bytes is cut by the sequential reader")
