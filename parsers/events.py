@@ -10,7 +10,7 @@ contract.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -230,6 +230,12 @@ class Event:
     values: dict[str, Any] = field(default_factory=dict)
     end_line_no: int | None = None
     text: str = ""  # the ANSI-stripped line (first line for grouped events): evidence for reports
+
+    def moved(self, delta: int) -> Event:
+        """A copy with its line numbers moved by ``delta`` (read with provisional numbers: a
+        piece of a file scanned before the lines ahead of it were counted)."""
+        return replace(self, line_no=self.line_no + delta,
+                       end_line_no=None if self.end_line_no is None else self.end_line_no + delta)
 
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -11,12 +11,11 @@ that a terminal hard-wrapped (pieces must be rejoined before parsing).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import orjson
 import regex as re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import Iterable
 
@@ -214,11 +213,10 @@ class LogScanner:
         if not delta:
             return state
         times, last_engine, seen, tracebacks, logo, held, widths, year_scanned, unseen = state
-        tracebacks = {key: dataclasses.replace(tb, line_no=tb.line_no + delta, last_line_no=tb.last_line_no + delta)
+        tracebacks = {key: replace(tb, line_no=tb.line_no + delta, last_line_no=tb.last_line_no + delta)
                       for key, tb in tracebacks.items()}
         if logo is not None:
-            logo = dataclasses.replace(logo, line_no=logo.line_no + delta,
-                                       end_line_no=None if logo.end_line_no is None else logo.end_line_no + delta)
+            logo = logo.moved(delta)
         if held is not None:
             text, first, last, length = held
             held = (text, first + delta, last + delta, length)

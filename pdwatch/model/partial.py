@@ -142,19 +142,14 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
 
 
 def renumber(parts: list[Partial], delta: int) -> list[Partial]:
-    """``parts`` with their line numbers moved by ``delta`` (in place): a piece of a file read
-    with provisional numbers, once the lines before it are counted (``parallel_scan``)."""
+    """``parts`` with their line numbers moved by ``delta``: a piece of a file read with
+    provisional numbers, once the lines before it are counted (``parallel_scan``)."""
     if not delta:
         return parts
     for part in parts:
-        kept = part.kept
-        for i, event in enumerate(kept):
-            if event.__class__ is tuple:  # a row: (ts, engine, kind, source, line_no, text, reason)
-                kept[i] = (*event[:4], event[4] + delta, *event[5:])
-            else:
-                event.line_no += delta
-                if event.end_line_no is not None:
-                    event.end_line_no += delta
+        # A kept row is (ts, engine, kind, source, line_no, text, reason); the others are Events.
+        part.kept = [(*row[:4], row[4] + delta, *row[5:]) if row.__class__ is tuple else row.moved(delta)
+                     for row in part.kept]
         part.stats.line_no = [n + delta for n in part.stats.line_no]
     return parts
 

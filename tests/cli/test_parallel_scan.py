@@ -29,11 +29,7 @@ def _sequential(path: Path) -> list:
 
 
 def _renumber_events(events: list, delta: int) -> list:
-    for event in events:
-        event.line_no += delta
-        if event.end_line_no is not None:
-            event.end_line_no += delta
-    return events
+    return [event.moved(delta) for event in events]
 
 
 @pytest.fixture(params=["counted", "renumbered"])

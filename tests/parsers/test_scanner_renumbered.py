@@ -17,14 +17,6 @@ LOGS = [REAL / "captures" / "crash_worker_killed" / "server.log", REAL / "vllm-c
 OFFSET = 7_919  # the lines before a piece, unknown while it is scanned
 
 
-def _moved(events: list, delta: int) -> list:
-    for event in events:
-        event.line_no += delta
-        if event.end_line_no is not None:
-            event.end_line_no += delta
-    return events
-
-
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.parent.name + "/" + p.name)
 def test_a_state_read_with_provisional_numbers_continues_the_scan(log: Path):
     lines = log.read_bytes().splitlines(keepends=True)
@@ -35,7 +27,7 @@ def test_a_state_read_with_provisional_numbers_continues_the_scan(log: Path):
                   | {i + d for i, line in enumerate(lines) if b"Traceback" in line for d in range(-1, 4)})
     for cut in (c for c in cuts if 0 < c < len(lines)):
         first = LogScanner(str(log), year=2026)
-        head = _moved(first.feed(b"".join(lines[:cut]), 1 - OFFSET), OFFSET)
+        head = [event.moved(OFFSET) for event in first.feed(b"".join(lines[:cut]), 1 - OFFSET)]
         rest = LogScanner(str(log), year=2026)
         rest.restore(LogScanner.renumbered(first.boundary_state(), OFFSET))
         got = head + rest.feed(b"".join(lines[cut:]), cut + 1) + rest.finish()
