@@ -65,6 +65,14 @@ def _search_without(skip_kinds: frozenset[str]) -> tuple[Prefilter, dict[bytes, 
     return Prefilter([*by_needle, _TRACEBACK_NEEDLE]), by_needle
 
 
+@functools.lru_cache(maxsize=8)
+def _first_line_needles(unseen: frozenset[str]) -> frozenset[bytes]:
+    """The needles of the families that give a kind of ``unseen``: the lines where a skipped
+    kind's first event may come, after which the scanner searches without it."""
+    return frozenset(needle for f in FAMILIES
+                     if any(kind in unseen for s in f.samples for kind, _ in s.expect) for needle in f.needles)
+
+
 @functools.lru_cache(maxsize=1024)
 def _engine_of_proc(proc: bytes | None) -> int | None:
     return engine_from_proc(proc.decode()) if proc else None
@@ -122,6 +130,7 @@ class LogScanner:
         self._skip = frozenset(skip_kinds)
         self._skip_unseen = self._skip  # skipped kinds whose first event is still to come
         self._prefilter, self._by_needle = _PREFILTER, _BY_NEEDLE
+        self._first_needles = _first_line_needles(self._skip_unseen)
         self.times = TimeResolver(year=year, tz=tz, mtime=mtime, now=now)
         self.parse_errors = 0
         self._year_scanned = False
@@ -173,7 +182,10 @@ class LogScanner:
         """Only the lines the prefilter hits, until a traceback opens (then: where to go on)."""
         lanes, tracebacks, first_line_no = self._json_lanes or _LINE_LANES, self._tracebacks, line_no
         prefilter = self._prefilter
-        for start, end, needles, newlines_before in prefilter.lines(data, pos):
+        # While a skipped kind's first line is to come, the search stops at the first line that may
+        # be one (the search changes there), and goes on from the next if it was not.
+        spans, searched_to = prefilter.lines_until(data, pos, self._first_needles)
+        for start, end, needles, newlines_before in spans:
             line_no = first_line_no + newlines_before
             raw = data[start:end]
             lane = lanes.get(needles)
@@ -186,6 +198,8 @@ class LogScanner:
                 # A skipped kind's first line was just read: search the rest without its needles
                 # (a decode log's first block is ~20k access lines read in full otherwise).
                 return end + 1, line_no + 1
+        if searched_to < len(data):
+            return searched_to + 1, line_no + 1
         return len(data), line_no
 
     def _every_line(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
@@ -235,6 +249,7 @@ class LogScanner:
         """Only ``unseen`` skipped kinds are still to be read once; the others leave the search."""
         self._skip_unseen = unseen
         self._prefilter, self._by_needle = _search_without(self._skip - unseen)
+        self._first_needles = _first_line_needles(unseen)
 
     def _drop(self, kind: str) -> bool:
         """Whether an event of ``kind`` is dropped (a skipped kind after its first event)."""

@@ -38,6 +38,32 @@ def test_skipping_the_unstored_kinds_leaves_every_other_event_as_it_was(tmp_path
     assert skipped_any
 
 
+def test_a_line_that_only_looks_like_a_skipped_kind_does_not_end_the_search():
+    """While a skipped kind's first line is to come, the search stops at each line holding one
+    of its needles (``Prefilter.lines_until``) and goes on after it when it was not one: lines
+    that mention ``HTTP/1.`` or ``request completed`` in other words, many of them, in blocks big
+    enough for the vectorised search, before and after the first real access and router lines."""
+    stats = (b"(APIServer pid=7) INFO 05-29 14:00:%02d [loggers.py:271] Engine 000: Avg prompt throughput: 2.0 "
+             b"tokens/s, Avg generation throughput: 1.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, "
+             b"GPU KV cache usage: 5.3%%, Prefix cache hit rate: 0.0%%\n")
+    lookalikes = [b"(APIServer pid=7) WARNING 05-29 14:00:01 [proxy.py:9] upstream spoke HTTP/1.0, retrying\n",
+                  b"(APIServer pid=7) INFO 05-29 14:00:02 [router.py:3] no request completed yet\n",
+                  b"some tool printed HTTP/2 and Selected worker: in one breath\n"]
+    access = b'INFO:     10.140.0.89:57758 - "GET /health HTTP/1.1" 200 OK\n'
+    router = (b"2026-05-29T14:00:03.277493Z DEBUG dynamo_llm::kv_router::scheduler: Selected worker: "
+              b"worker_type=prefill, worker_id=7587889301234 dp_rank=0, logit: 1.250\n")
+    lines = [stats % (i % 60) if i % 3 else lookalikes[i % len(lookalikes)] for i in range(6000)]
+    lines[2500:2500] = [access]
+    lines[4200:4200] = [router]
+    data = b"".join(lines) * 3
+    everything = scan(data, block=1 << 20)
+    firsts: set[str] = set()
+    expected = [e for e in everything if e.kind not in UNSTORED_KINDS or not (e.kind in firsts or firsts.add(e.kind))]
+    assert {"http_access", "worker_selected", "stats"} <= {e.kind for e in expected}
+    for block in (1 << 20, 4096):
+        assert scan(data, block=block, skip_kinds=UNSTORED_KINDS) == expected
+
+
 def test_skipped_families_are_out_of_the_prefilter():
     """Their lines are not even decoded: the byte search no longer looks for their needles."""
     from pdwatch.parsers.families import FAMILIES
