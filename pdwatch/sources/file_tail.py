@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .framing import LineFramer
+from .framing import LineFramer, count_newlines
 from .records import LineBlock, SourceNotice, capped_notice
 
 Item = LineBlock | SourceNotice
@@ -233,7 +233,7 @@ class FileTail:
             lines = self._framer.feed(data)
             if lines:
                 out.append(LineBlock(self.path, self._line_no, lines, self._generation))
-                self._line_no += lines.count(b"\n")
+                self._line_no += count_newlines(lines)
             if len(data) < self.chunk_size:
                 return used, True  # short read on a regular file: at EOF for now
         return used, False

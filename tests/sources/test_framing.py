@@ -134,3 +134,22 @@ def test_any_chunking_matches_reference(stream: bytes, cap: int, cuts: list[int]
     expected, cut_lines, cut_bytes = _reference(stream, cap)
     assert b"".join(got) == expected
     assert (f.cut_lines, f.cut_bytes) == (cut_lines, cut_bytes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=600), st.integers(0, 3), st.data())
+def test_count_newlines_either_way_is_bytes_count(pattern, big, draw):
+    """Small inputs are counted by ``bytes.count``, big ones and maps by numpy: the same number."""
+    import mmap
+
+    from pdwatch.sources import framing
+
+    data = (pattern + b"\n") * (1 + big * (framing._VECTOR_MIN_BYTES // (len(pattern) + 1)))
+    start = draw.draw(st.integers(0, len(data)))
+    end = draw.draw(st.integers(start, len(data)))
+    expected = data.count(b"\n", start, end)
+    assert framing.count_newlines(data, start, end) == expected
+    assert framing.count_newlines(data[start:end]) == expected
+    with mmap.mmap(-1, len(data)) as mapped:
+        mapped.write(data)
+        assert framing.count_newlines(mapped, start, end) == expected
