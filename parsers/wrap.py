@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from .cleaning import clean_raw
+from .cleaning import _SGR, clean_raw
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,7 +37,6 @@ _BULK_MIN_BYTES = 256 << 10
 # Where a line of plain ASCII does not start a record (the same pattern on bytes: on ASCII text its
 # classes match what they match on str); empty lines match too and are told apart by their length.
 _NOT_RECORD_START = regex.compile(rb"(?m)^(?!" + _RECORD_START.pattern.encode() + rb")")
-_SGR = regex.compile(rb"\x1b\[[0-9;]*m")  # as cleaning.clean_raw strips first
 
 
 def starts_record(text: str) -> bool:
@@ -54,7 +53,9 @@ def _sample_lines(data: bytes, parts: list[bytes]) -> tuple[np.ndarray, np.ndarr
 
     sample = data[: sum(map(len, parts)) + len(parts) - 1]
     if b"\x1b[" in sample:
-        sample = _SGR.sub(b"", sample)  # a code holds no newline: the lines stay where they were
+        # clean_raw strips colour codes first, with this pattern; a code holds no newline, so
+        # the lines stay where they were
+        sample = _SGR.sub(b"", sample)
     raw = np.frombuffer(sample, dtype=np.uint8)
     newline_at = np.flatnonzero(raw == 10)
     starts = np.concatenate(([0], newline_at + 1))

@@ -26,6 +26,12 @@ RECENT_PAST_S = 600.0  # watch: the log time before the newest line judged at st
 WATCH_MAX_STEPS = 600  # watch: a catch-up is evaluated on a coarser grid beyond this many steps
 
 
+def rule_times(times: list[pd.Timestamp]) -> list[datetime]:
+    """Evaluation times as the rule engine takes them: floored to the microsecond, as datetimes.
+    Converted as one index: one Timestamp at a time took ~30 ms for an 8 h run's 2,894 steps."""
+    return list(pd.DatetimeIndex(times).floor("us").to_pydatetime())
+
+
 class WatchClock:
     def __init__(self, wall_utc: Callable[[], datetime]) -> None:
         self._wall_utc = wall_utc

@@ -29,6 +29,7 @@ from pdwatch.model.store import Store, interval_gaps
 from pdwatch.parsers import Event
 from pdwatch.rules import RuleEngine
 
+from .clock import rule_times
 from .replay_buffer import ReplayBuffer
 
 MIN_SWEEP = 4  # fewer times than this are stepped (a sweep's set-up costs about a step)
@@ -86,7 +87,7 @@ class ReplayRules:
             end = self._stretch(store, buffer, add, times, done, deadline is not None)
             view = store.view()
             stretch = times[done:end]
-            engine.evaluate_series(view, [t.floor("us").to_pydatetime() for t in stretch],
+            engine.evaluate_series(view, rule_times(stretch),
                                    {"stats_interval_s": self._intervals(store, view, stretch)})
             done = end
         return done
