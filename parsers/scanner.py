@@ -136,6 +136,7 @@ class LogScanner:
         self._year_scanned = False
         self._wrap = WrapDetector()
         self._held: tuple[str, int, int, int] | None = None  # wrapped record: text, first, last line, last piece len
+        self.rejoined_lines = 0  # physical lines read as the continuation of the line before (a terminal's cut)
         self._tracebacks: dict[tuple[str | None, int | None], _OpenTraceback] = {}
         self._last_stats_engine: int | None = None
         self._seen_stats = False
@@ -281,6 +282,11 @@ class LogScanner:
     def wrapped(self) -> bool:
         return bool(self._wrap.widths)
 
+    @property
+    def wrap_widths(self) -> tuple[int, ...]:
+        """The widths a terminal cut this source's lines at (none for an ordinary log)."""
+        return tuple(sorted(self._wrap.widths))
+
     def _slow(self) -> bool:
         return bool(self._tracebacks or self._wrap.widths or self._held)
 
@@ -309,6 +315,7 @@ class LogScanner:
             held_text, first, _, piece_len = self._held
             if piece_len in self._wrap.widths and text and not starts_record(text):
                 self._held = (held_text + text, first, line_no, len(text))
+                self.rejoined_lines += 1
                 return
             self._flush_held(out)
         if self._wrap.widths and match_stats(raw) is None:  # a whole stats line is never the piece of one

@@ -103,6 +103,7 @@ def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextI
     write = _chunk_writer(out)
     failed = False
     finishes: list[bytes | str] = []
+    wrapped: list[SourceNotice] = []  # after every file, as the sequential stream says them
     paths = list(sources.sources)
     split = {p for p in paths if parallel_scan.should_split(p)}  # one stat a file
     if sources.metrics_files:  # the stream says first that it skips the recorded scrapes
@@ -121,21 +122,24 @@ def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextI
                     finishes.append(last)
                     continue
                 except parallel_scan.NotSplittable:
-                    items, finish = _read_whole(path, args.year, tz, table)  # raised before any output
+                    items, finish, rejoined = _read_whole(path, args.year, tz, table)  # raised before any output
                 except OSError as exc:  # vanished or unreadable since it was listed
                     print(f"pdwatch: {path}: {exc.strerror or exc}", file=sys.stderr)
                     failed = True
                     continue
             else:
-                items, finish = ahead.take(path)
+                items, finish, rejoined = ahead.take(path)
             for item in items:
                 if isinstance(item, SourceNotice):
                     failed |= _report_notice(item, follow=False)
                 else:
                     write(item)
             finishes.append(finish)
+            wrapped += rejoined
     for finish in finishes:
         write(finish)
+    for notice in wrapped:
+        failed |= _report_notice(notice, follow=False)
     return failed
 
 
@@ -167,15 +171,16 @@ class _FilesAhead:
             path = self._queue.pop(0)
             self._futures[path] = self._pool.submit(_read_whole, path, *self._args)
 
-    def take(self, path: str) -> tuple[list, bytes | str]:
+    def take(self, path: str) -> tuple[list, bytes | str, list[SourceNotice]]:
         future = self._futures.pop(path)
         self._submit()
         return future.result()
 
 
-def _read_whole(path: str, year: int | None, tz, table: bool) -> tuple[list, bytes | str]:
-    """One file as the sequential stream reads it: its rendered lines and notices in order, and
-    the rendering of its scanner's finish (which the stream gives after all files)."""
+def _read_whole(path: str, year: int | None, tz, table: bool) -> tuple[list, bytes | str, list[SourceNotice]]:
+    """One file as the sequential stream reads it: its rendered lines and notices in order, the
+    rendering of its scanner's finish and its rejoined-pieces notice (which the stream gives
+    after all files)."""
     sources = SourceSet([path], follow=False)
     stream = EventStream(sources, year=year, tz=tz, json_lines=not table)
     render = _render_table if table else _render_jsonl
@@ -188,7 +193,8 @@ def _read_whole(path: str, year: int | None, tz, table: bool) -> tuple[list, byt
                 events = stream.events_of(item)
                 if events:
                     items.append(render(events))
-        return items, render(stream.finish())
+        finish = render(stream.finish())
+        return items, finish, stream.wrap_notices()
     finally:
         sources.stop()
 

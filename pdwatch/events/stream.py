@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 
 from pdwatch.parsers import Event, LogScanner
 from pdwatch.sources import LineBlock, SampleBlock, ScrapeBlock, SourceNotice, SourceSet
+from pdwatch.sources.records import wrapped_notice
 
 
 class EventStream:
@@ -42,6 +43,7 @@ class EventStream:
                 continue
             yield from self.events_of(item)
         yield from self.finish()
+        yield from self.wrap_notices()
 
     def events_of(self, block: LineBlock | ScrapeBlock | SampleBlock) -> list[Event]:
         if isinstance(block, ScrapeBlock):
@@ -89,6 +91,12 @@ class EventStream:
         for _, scanner in self._scanners.values():
             out.extend(scanner.finish())
         return out
+
+    def wrap_notices(self) -> list[SourceNotice]:
+        """After ``finish``: one notice per log whose lines a terminal had cut, with how many
+        pieces were rejoined (a paste from a terminal; the rejoined values are the real ones)."""
+        return [wrapped_notice(source, scanner.wrap_widths, scanner.rejoined_lines)
+                for source, (_, scanner) in self._scanners.items() if scanner.rejoined_lines]
 
     def _new_scanner(self, source: str) -> LogScanner:
         mtime = None

@@ -270,6 +270,7 @@ class _OnEveryCore:
         notices = self.notices
         try:
             finishes: list[Partial] = []
+            wrapped: list[SourceNotice] = []  # after every file, as the sequential read says them
             for path in self.files:
                 if path in self.scans:
                     opened, scan = self.scans.pop(path)
@@ -285,8 +286,9 @@ class _OnEveryCore:
                         notices += opened
                         finishes += last
                         continue
-                file_notices, parts, finish = self.wholes.pop(path).result()
+                file_notices, parts, finish, rejoined = self.wholes.pop(path).result()
                 notices += file_notices
+                wrapped += rejoined
                 for part in parts:
                     store.merge(part)
                 finishes += finish
@@ -294,7 +296,7 @@ class _OnEveryCore:
             self.close()
         for part in finishes:  # after every file, as EventStream.finish
             store.merge(part)
-        return notices
+        return notices + wrapped
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -331,9 +333,10 @@ def _init_worker(year: int | None, tz: tzinfo | None) -> None:
     _WORKER.update(year=year, tz=tz)
 
 
-def _read_file(path: str) -> tuple[list[SourceNotice], list[Partial], list[Partial]]:
-    """One whole file as the sequential read takes it: its notices, its events folded, and the
-    folded events of its scanner's ``finish`` (which the sequential read gives after all files)."""
+def _read_file(path: str) -> tuple[list[SourceNotice], list[Partial], list[Partial], list[SourceNotice]]:
+    """One whole file as the sequential read takes it: its notices, its events folded, the
+    folded events of its scanner's ``finish`` and its rejoined-pieces notice (both of which the
+    sequential read gives after all files)."""
     sources = SourceSet([path], follow=False)
     stream = EventStream(sources, year=_WORKER["year"], tz=_WORKER["tz"], skip_kinds=UNSTORED_KINDS)
     notices: list[SourceNotice] = []
@@ -348,7 +351,7 @@ def _read_file(path: str) -> tuple[list[SourceNotice], list[Partial], list[Parti
             parts += fold_events(batch)
             batch = []
     parts += fold_events(batch)
-    return notices, parts, fold_events(stream.finish())
+    return notices, parts, fold_events(stream.finish()), stream.wrap_notices()
 
 
 def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:

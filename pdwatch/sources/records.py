@@ -20,6 +20,7 @@ NOTICE_KINDS = frozenset(
         "not_a_file",
         "down",  # a remote source (URL, ssh) became unreachable; it is retried
         "up",  # a remote source is reachable again
+        "wrapped",  # a log whose lines a terminal had cut: the pieces were rejoined
         "info",  # what pdwatch made of a source: a scrape joined to an endpoint, a page with nothing to read
     }
 )
@@ -70,3 +71,12 @@ def capped_notice(source: str, cut_lines: int, cut_bytes: int, cap: int) -> Sour
         f"{source}: {cut_lines} line(s) longer than {cap} bytes cut so far "
         f"({cut_bytes} bytes dropped)",
     )
+
+
+def wrapped_notice(source: str, widths: tuple[int, ...], pieces: int) -> SourceNotice:
+    """A log copied from a terminal: its lines were cut at ``widths`` columns and ``pieces``
+    lines were read as the rest of the line before them (and the file line by line, not in
+    parallel: the pieces of a line may fall on either side of a block's edge)."""
+    at = " or ".join(map(str, widths)) or "a fixed width"
+    return SourceNotice(source, "wrapped", f"{source}: lines cut at {at} columns by a terminal: "
+                                           f"{pieces} piece(s) rejoined to the line before them (read line by line)")
