@@ -30,6 +30,26 @@ def decode(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def undecodable_lines(data: bytes) -> int:
+    """How many lines of ``data`` are not valid UTF-8 (``decode`` gives them U+FFFD): a block of
+    ASCII or of valid UTF-8, nearly every block, is judged in one C call."""
+    if data.isascii():
+        return 0
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return sum(1 for line in data.split(b"\n") if not _is_utf8(line))
+    return 0
+
+
+def _is_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def clean_line(text: str) -> str:
     """Plain text of one physical line as a terminal would have left it.
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import Iterable
 
-from .cleaning import clean_raw
+from .cleaning import clean_raw, undecodable_lines
 from .envelope import Envelope, engine_from_proc, normalise_level, split_envelope, split_raw
 from .events import Event
 from .families import FAMILIES, LOGO_MODEL_KIND, STATS_ENGINE_KEY, Family
@@ -137,6 +137,7 @@ class LogScanner:
         self._wrap = WrapDetector()
         self._held: tuple[str, int, int, int] | None = None  # wrapped record: text, first, last line, last piece len
         self.rejoined_lines = 0  # physical lines read as the continuation of the line before (a terminal's cut)
+        self.undecodable_lines = 0  # lines not valid UTF-8 (read with U+FFFD), since the entry (``mark_entry``)
         self._tracebacks: dict[tuple[str | None, int | None], _OpenTraceback] = {}
         self._last_stats_engine: int | None = None
         self._seen_stats = False
@@ -171,6 +172,7 @@ class LogScanner:
                 self.times.observe_year(*hint)
         if not self._wrap.decided:
             self._wrap.observe(data)
+        self.undecodable_lines += undecodable_lines(data)
         pos, line_no, n = 0, first_line_no, len(data)
         while pos < n:
             if self._slow():
@@ -263,9 +265,11 @@ class LogScanner:
         return True
 
     def mark_entry(self) -> None:
-        """From here on, note whether the stats state in force now gets used (see ``entry_stats_used``)."""
+        """From here on, note whether the stats state in force now gets used (see ``entry_stats_used``);
+        the lines read so far (a piece's warm-up: the previous piece's) are not counted as undecodable."""
         self._stats_from_entry, self.entry_stats_used = True, False
         self.skip_met = set()
+        self.undecodable_lines = 0
 
     @property
     def stats_set_since_entry(self) -> bool:

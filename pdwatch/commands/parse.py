@@ -103,7 +103,7 @@ def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextI
     write = _chunk_writer(out)
     failed = False
     finishes: list[bytes | str] = []
-    wrapped: list[SourceNotice] = []  # after every file, as the sequential stream says them
+    ended: list[SourceNotice] = []  # what each file's reading found, after every file as the stream says it
     paths = list(sources.sources)
     split = {p for p in paths if parallel_scan.should_split(p)}  # one stat a file
     if sources.metrics_files:  # the stream says first that it skips the recorded scrapes
@@ -115,30 +115,30 @@ def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextI
                 try:
                     last = None
                     for chunk in parallel_scan.scan_file(path, year=args.year, tz=tz, render=render,
-                                                         json_lines=not table, finish_apart=True):
+                                                         json_lines=not table, finish_apart=True, notices=ended):
                         if last is not None:
                             write(last)
                         last = chunk  # the last one is the scanner's finish
                     finishes.append(last)
                     continue
                 except parallel_scan.NotSplittable:
-                    items, finish, rejoined = _read_whole(path, args.year, tz, table)  # raised before any output
+                    items, finish, found = _read_whole(path, args.year, tz, table)  # raised before any output
                 except OSError as exc:  # vanished or unreadable since it was listed
                     print(f"pdwatch: {path}: {exc.strerror or exc}", file=sys.stderr)
                     failed = True
                     continue
             else:
-                items, finish, rejoined = ahead.take(path)
+                items, finish, found = ahead.take(path)
             for item in items:
                 if isinstance(item, SourceNotice):
                     failed |= _report_notice(item, follow=False)
                 else:
                     write(item)
             finishes.append(finish)
-            wrapped += rejoined
+            ended += found
     for finish in finishes:
         write(finish)
-    for notice in wrapped:
+    for notice in ended:
         failed |= _report_notice(notice, follow=False)
     return failed
 
@@ -179,8 +179,8 @@ class _FilesAhead:
 
 def _read_whole(path: str, year: int | None, tz, table: bool) -> tuple[list, bytes | str, list[SourceNotice]]:
     """One file as the sequential stream reads it: its rendered lines and notices in order, the
-    rendering of its scanner's finish and its rejoined-pieces notice (which the stream gives
-    after all files)."""
+    rendering of its scanner's finish and what its reading found (``EventStream.end_notices``),
+    which the stream gives after all files."""
     sources = SourceSet([path], follow=False)
     stream = EventStream(sources, year=year, tz=tz, json_lines=not table)
     render = _render_table if table else _render_jsonl
@@ -194,7 +194,7 @@ def _read_whole(path: str, year: int | None, tz, table: bool) -> tuple[list, byt
                 if events:
                     items.append(render(events))
         finish = render(stream.finish())
-        return items, finish, stream.wrap_notices()
+        return items, finish, stream.end_notices()
     finally:
         sources.stop()
 

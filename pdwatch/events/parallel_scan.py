@@ -28,6 +28,7 @@ from pdwatch.parsers import Event, LogScanner
 from pdwatch.parsers.timeinfo import year_hint_from_bytes
 from pdwatch.parsers.wrap import WrapDetector
 from pdwatch.sources.framing import count_newlines
+from pdwatch.sources.records import SourceNotice, reading_notices
 
 MIN_PARALLEL_BYTES = 32 << 20  # below this, starting workers costs more than it saves
 _PIECE_BYTES = 16 << 20
@@ -74,6 +75,7 @@ class _PieceResult:
     wrapped: bool = False  # the scanner found terminal-wrapped lines (only the first piece looks)
     skip_met: frozenset[str] = frozenset()  # skipped kinds whose lines the piece met (LogScanner.skip_met)
     lines: int = 0  # newlines in the piece: where the next piece's lines start
+    undecodable: int = 0  # its lines that are not valid UTF-8 (the warm-up's not counted)
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
@@ -119,7 +121,8 @@ def should_split(path: str, workers: int | None = None) -> bool:
 def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
               workers: int | None = None, piece_bytes: int = _PIECE_BYTES,
               finish_apart: bool = False, json_lines: bool = False,
-              renumber: Callable[[Any, int], Any] | None = None) -> Iterator[Any]:
+              renumber: Callable[[Any, int], Any] | None = None,
+              notices: list[SourceNotice] | None = None) -> Iterator[Any]:
     """``render(events)`` of consecutive stretches of ``path`` (a few MB each), in order: together, the events a
     sequential ``LogScanner`` gives for the whole file, ``finish`` included. With
     ``finish_apart``, the events of the scanner's ``finish`` are not in the last piece's but
@@ -128,6 +131,7 @@ def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
 
     Raises ``NotSplittable`` (before yielding anything) when the file must be read sequentially.
     With ``renumber`` (see ``FileScan``), the pieces are scanned before their lines are counted.
+    ``notices`` gets, once the file is read, what the sequential read says after it (``FileScan.end_notices``).
     """
     workers = workers or worker_count()
     # The first piece's worker judges the wrap (the probe would cost its time here, before any
@@ -145,6 +149,8 @@ def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
                                            slots)) as pool:
             scan.start(pool, shared=False, slots=slots)
             yield from scan
+        if notices is not None:
+            notices += scan.end_notices()
     finally:
         if slots is not None:
             slots.close()
@@ -225,6 +231,12 @@ class FileScan:
         self._in_flight: deque[tuple[_Piece, Future, int | None]] = deque()
         self._queue: Iterator[_Piece] = iter(())
         self._slots: OutputSlots | None = None
+        self.undecodable_lines = 0  # of the pieces given so far
+
+    def end_notices(self) -> list[SourceNotice]:
+        """Once every piece is given: what the sequential read says after the file (a file a
+        terminal had cut is never read in pieces, so only its lines that are not valid UTF-8)."""
+        return reading_notices(self.path, undecodable=self.undecodable_lines)
 
     def start(self, pool: ProcessPoolExecutor, *, shared: bool = True, slots: OutputSlots | None = None) -> None:
         """Submit the first piece, count the lines of all on the pool (raises ``NotSplittable``,
@@ -310,6 +322,7 @@ class FileScan:
                 raise NotSplittable(f"{self.path}: terminal-wrapped lines are rejoined sequentially")
             true_state = _state_after(result, true_state)
             first_line += result.lines
+            self.undecodable_lines += result.undecodable
             nxt = next(self._queue, None)
             if nxt is not None:
                 self._submit(nxt)
@@ -506,7 +519,8 @@ def _scan_piece_here(piece: _Piece, state: tuple | None, year, tz, mtime, hint, 
         outputs.append(render(scanner.finish()))
     return _PieceResult(outputs, state_before, scanner.boundary_state(), scanner.parse_errors, finish_output,
                         scanner.entry_stats_used, scanner.stats_set_since_entry, wrapped=scanner.wrapped,
-                        skip_met=frozenset(scanner.skip_met), lines=next_line - piece.first_line_no)
+                        skip_met=frozenset(scanner.skip_met), lines=next_line - piece.first_line_no,
+                        undecodable=scanner.undecodable_lines)
 
 
 def _warmup_start(data: mmap.mmap, start: int) -> int:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from pdwatch.parsers import Event, LogScanner
 from pdwatch.sources import LineBlock, SampleBlock, ScrapeBlock, SourceNotice, SourceSet
-from pdwatch.sources.records import wrapped_notice
+from pdwatch.sources.records import reading_notices
 
 
 class EventStream:
@@ -43,7 +43,7 @@ class EventStream:
                 continue
             yield from self.events_of(item)
         yield from self.finish()
-        yield from self.wrap_notices()
+        yield from self.end_notices()
 
     def events_of(self, block: LineBlock | ScrapeBlock | SampleBlock) -> list[Event]:
         if isinstance(block, ScrapeBlock):
@@ -92,11 +92,12 @@ class EventStream:
             out.extend(scanner.finish())
         return out
 
-    def wrap_notices(self) -> list[SourceNotice]:
-        """After ``finish``: one notice per log whose lines a terminal had cut, with how many
-        pieces were rejoined (a paste from a terminal; the rejoined values are the real ones)."""
-        return [wrapped_notice(source, scanner.wrap_widths, scanner.rejoined_lines)
-                for source, (_, scanner) in self._scanners.items() if scanner.rejoined_lines]
+    def end_notices(self) -> list[SourceNotice]:
+        """After ``finish``: what each log's reading found (``reading_notices``): the pieces of
+        lines a terminal had cut, rejoined, and the lines that are not valid UTF-8."""
+        return [notice for source, (_, scanner) in self._scanners.items()
+                for notice in reading_notices(source, wrap_widths=scanner.wrap_widths, rejoined=scanner.rejoined_lines,
+                                              undecodable=scanner.undecodable_lines)]
 
     def _new_scanner(self, source: str) -> LogScanner:
         mtime = None

@@ -270,7 +270,7 @@ class _OnEveryCore:
         notices = self.notices
         try:
             finishes: list[Partial] = []
-            wrapped: list[SourceNotice] = []  # after every file, as the sequential read says them
+            ended: list[SourceNotice] = []  # what each file's reading found, after every file as the stream says it
             for path in self.files:
                 if path in self.scans:
                     opened, scan = self.scans.pop(path)
@@ -285,10 +285,11 @@ class _OnEveryCore:
                     else:
                         notices += opened
                         finishes += last
+                        ended += scan.end_notices()
                         continue
-                file_notices, parts, finish, rejoined = self.wholes.pop(path).result()
+                file_notices, parts, finish, found = self.wholes.pop(path).result()
                 notices += file_notices
-                wrapped += rejoined
+                ended += found
                 for part in parts:
                     store.merge(part)
                 finishes += finish
@@ -296,7 +297,7 @@ class _OnEveryCore:
             self.close()
         for part in finishes:  # after every file, as EventStream.finish
             store.merge(part)
-        return notices + wrapped
+        return notices + ended
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -335,8 +336,8 @@ def _init_worker(year: int | None, tz: tzinfo | None) -> None:
 
 def _read_file(path: str) -> tuple[list[SourceNotice], list[Partial], list[Partial], list[SourceNotice]]:
     """One whole file as the sequential read takes it: its notices, its events folded, the
-    folded events of its scanner's ``finish`` and its rejoined-pieces notice (both of which the
-    sequential read gives after all files)."""
+    folded events of its scanner's ``finish`` and what its reading found (``EventStream.end_notices``),
+    both of which the sequential read gives after all files."""
     sources = SourceSet([path], follow=False)
     stream = EventStream(sources, year=_WORKER["year"], tz=_WORKER["tz"], skip_kinds=UNSTORED_KINDS)
     notices: list[SourceNotice] = []
@@ -351,7 +352,7 @@ def _read_file(path: str) -> tuple[list[SourceNotice], list[Partial], list[Parti
             parts += fold_events(batch)
             batch = []
     parts += fold_events(batch)
-    return notices, parts, fold_events(stream.finish()), stream.wrap_notices()
+    return notices, parts, fold_events(stream.finish()), stream.end_notices()
 
 
 def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:

@@ -58,7 +58,7 @@ class Ingest:
                     self._add(item, events, notices)
             except StopIteration:
                 events.extend(self.stream.finish())
-                notices.extend(self.stream.wrap_notices())
+                notices.extend(self.stream.end_notices())
                 done = True
         with self._lock:
             self._events.extend(events)

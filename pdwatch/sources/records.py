@@ -21,6 +21,7 @@ NOTICE_KINDS = frozenset(
         "down",  # a remote source (URL, ssh) became unreachable; it is retried
         "up",  # a remote source is reachable again
         "wrapped",  # a log whose lines a terminal had cut: the pieces were rejoined
+        "undecodable",  # lines of a log that are not valid UTF-8: read with U+FFFD for their bad bytes
         "info",  # what pdwatch made of a source: a scrape joined to an endpoint, a page with nothing to read
     }
 )
@@ -73,10 +74,18 @@ def capped_notice(source: str, cut_lines: int, cut_bytes: int, cap: int) -> Sour
     )
 
 
-def wrapped_notice(source: str, widths: tuple[int, ...], pieces: int) -> SourceNotice:
-    """A log copied from a terminal: its lines were cut at ``widths`` columns and ``pieces``
-    lines were read as the rest of the line before them (and the file line by line, not in
-    parallel: the pieces of a line may fall on either side of a block's edge)."""
-    at = " or ".join(map(str, widths)) or "a fixed width"
-    return SourceNotice(source, "wrapped", f"{source}: lines cut at {at} columns by a terminal: "
-                                           f"{pieces} piece(s) rejoined to the line before them (read line by line)")
+def reading_notices(source: str, *, wrap_widths: tuple[int, ...] = (), rejoined: int = 0,
+                     undecodable: int = 0) -> list[SourceNotice]:
+    """What a log's reading found once it is read: lines a terminal had cut at ``wrap_widths``
+    columns (``rejoined`` pieces read as the rest of the line before them; such a file is read
+    line by line, not in parallel: a line's pieces may fall on either side of a block's edge),
+    and ``undecodable`` lines that are not valid UTF-8."""
+    notices = []
+    if rejoined:
+        at = " or ".join(map(str, wrap_widths)) or "a fixed width"
+        notices.append(SourceNotice(source, "wrapped", f"{source}: lines cut at {at} columns by a terminal: {rejoined} "
+                                                       f"piece(s) rejoined to the line before them (read line by line)"))
+    if undecodable:
+        notices.append(SourceNotice(source, "undecodable", f"{source}: {undecodable} line(s) not valid UTF-8: their "
+                                                           f"bad bytes are read as U+FFFD"))
+    return notices

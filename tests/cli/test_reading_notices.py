@@ -1,25 +1,30 @@
-"""A log a terminal had cut at its width (a paste from a screen) is rejoined, and pdwatch says
-so: one notice naming the widths and how many pieces were joined back, from ``parse``,
-``report`` and a replay, in the same place whichever way the files are read.
+"""What a log's reading found, said once the log is read (``EventStream.end_notices``), from
+``parse``, ``report`` and a replay, in the same place whichever way the files are read:
 
-The cut logs are made here from a real vLLM capture: every line longer than the width is
-cut into pieces of that width, so the number of pieces is known exactly.
+- a log a terminal had cut at its width (a paste from a screen) is rejoined: the widths and
+  how many pieces were joined back. The cut logs are made here from a real vLLM capture:
+  every line longer than the width is cut into pieces of that width, so the number of
+  pieces is known exactly;
+- lines that are not valid UTF-8 (read with U+FFFD for their bad bytes): how many.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from pdwatch.cli import main
 from pdwatch.events import parallel_scan
 from pdwatch.events.stream import EventStream
 from pdwatch.session import analysis
 from pdwatch.session.ingest import Ingest
+from pdwatch.parsers import LogScanner
 from pdwatch.sources import SourceSet
 from tests.conftest import REPO
 
@@ -158,3 +163,92 @@ def test_report_on_every_core_keeps_the_sequential_notices(cut_prefill, tmp_path
     wanted = notice(folder / "prefill.log", cut_prefill[1])
     assert [n.message for n in sequential.notices][-1] == wanted
     assert [(n.kind, n.message) for n in parallel.notices] == [(n.kind, n.message) for n in sequential.notices]
+
+
+# --- lines that are not valid UTF-8 ------------------------------------------------------------
+
+_valid_lines = st.sampled_from([
+    "INFO 12-01 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: "
+    "2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 5.0%, Prefix cache hit rate: 0.0%",
+    "plain noise", "caf\u00e9 \u2713 \u2588\u2588\u2588 100%", "", "\x1b[2m2026-12-01T10:00:00.123456Z\x1b[0m \x1b[32m INFO\x1b[0m x",
+]).map(lambda text: text.encode())
+_bad_lines = st.sampled_from([b"bad \xff\xfe bytes", b"\xc3", b"cut in a char \xe2\x9c", b"\x80 lone continuation",
+                              b"Traceback (most recent call last): \xff"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), _valid_lines, _bad_lines), min_size=1, max_size=40), st.data())
+def test_the_scanner_counts_each_line_that_is_not_utf8_once(rows, data):
+    lines = [bad if is_bad else good for is_bad, good, bad in rows]
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, len(lines)), max_size=5))))
+    scanner = LogScanner("t.log", year=2026)
+    start = 0
+    for cut in [*cuts, len(lines)]:  # blocks of whole lines, cut anywhere
+        if cut > start:
+            scanner.feed(b"".join(line + b"\n" for line in lines[start:cut]), start + 1)
+            start = cut
+    scanner.finish()
+    assert scanner.undecodable_lines == sum(is_bad for is_bad, _, _ in rows)
+
+
+def _log_with_bad_lines(path: Path, every: int) -> int:
+    """A real capture's lines repeated to ~150 KB, with a line of bad bytes every ``every`` lines."""
+    lines = (CAPTURE / "prefill.log").read_bytes().splitlines() * 4
+    out, bad = [], 0
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i % every == 0:
+            out.append(b"garbage \xff\xfe\xfd from a torn write %d" % i)
+            bad += 1
+    path.write_bytes(b"\n".join(out) + b"\n")
+    return bad
+
+
+def test_parse_and_report_count_the_lines_that_are_not_utf8(tmp_path, capsys):
+    path = tmp_path / "server.log"
+    bad = _log_with_bad_lines(path, 40)
+    said = f"{path}: {bad} line(s) not valid UTF-8: their bad bytes are read as U+FFFD"
+    _, err = run(["parse", "--year", "2026", str(path)], capsys)
+    assert err == f"pdwatch: {said}\n"
+    out = tmp_path / "report.json"
+    _, err = run(["report", "--year", "2026", "--format", "json", "-o", str(out), str(path)], capsys)
+    assert f"pdwatch: {said}" in err.splitlines()
+    assert said in json.loads(out.read_text())["notices"]
+
+
+def test_valid_utf8_is_not_counted(tmp_path, capsys):
+    path = tmp_path / "server.log"
+    path.write_bytes((CAPTURE / "prefill.log").read_bytes() + "caf\u00e9 \u2713 \u2588\u2588 done\n".encode())
+    _, err = run(["parse", "--year", "2026", str(path)], capsys)
+    assert err == ""
+
+
+def test_a_log_read_in_pieces_counts_each_bad_line_once(tmp_path, monkeypatch, capsys):
+    """Each piece first reads the end of the piece before it (its warm-up): the bad lines there
+    are that piece's, not counted twice."""
+    path = tmp_path / "server.log"
+    bad = _log_with_bad_lines(path, 7)
+    argv = ["parse", "--year", "2026", str(path)]
+    sequential = run(argv, capsys)
+    assert f"{bad} line(s) not valid UTF-8" in sequential[1]
+    monkeypatch.setattr(parallel_scan, "worker_count", lambda: 2)
+    monkeypatch.setattr(parallel_scan, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(parallel_scan, "scan_file", functools.partial(parallel_scan.scan_file, piece_bytes=20_000))
+    monkeypatch.setattr(parallel_scan, "_WARMUP_BYTES", 8_000)
+    pieces: list[int] = []
+    start = parallel_scan.FileScan.start
+    monkeypatch.setattr(parallel_scan.FileScan, "start",
+                        lambda self, pool, **kw: pieces.append(len(self._bounds)) or start(self, pool, **kw))
+    assert run(argv, capsys) == sequential
+    assert pieces[0] > 5  # read in pieces, each after a warm-up in the one before
+    with monkeypatch.context() as m:  # the report's read, in pieces too
+        m.setattr(analysis, "MIN_PARALLEL_BYTES", 0)
+        m.setattr(analysis, "SPLIT_MIN_BYTES", 20_000)
+        m.setattr(analysis, "_MIN_PIECE_BYTES", 10_000)
+        m.setattr(parallel_scan, "_PIECE_BYTES", 20_000)
+        parallel = analysis.analyse([str(path)], year=2026)
+    assert len(pieces) == 2 and pieces[1] > 5
+    monkeypatch.setattr(parallel_scan, "worker_count", lambda: 1)
+    whole = analysis.analyse([str(path)], year=2026)
+    assert [n.message for n in parallel.notices] == [n.message for n in whole.notices]
+    assert f"{bad} line(s) not valid UTF-8" in whole.notices[-1].message
