@@ -119,7 +119,7 @@ def should_split(path: str, workers: int | None = None) -> bool:
 
 
 def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
-              workers: int | None = None, piece_bytes: int = _PIECE_BYTES,
+              workers: int | None = None, piece_bytes: int | None = None,
               finish_apart: bool = False, json_lines: bool = False,
               renumber: Callable[[Any, int], Any] | None = None,
               notices: list[SourceNotice] | None = None) -> Iterator[Any]:
@@ -134,6 +134,7 @@ def scan_file(path: str, *, year: int | None, tz: tzinfo | None, render: Render,
     ``notices`` gets, once the file is read, what the sequential read says after it (``FileScan.end_notices``).
     """
     workers = workers or worker_count()
+    piece_bytes = piece_bytes or _PIECE_BYTES  # read now, not when the module loaded: a test may set it
     # The first piece's worker judges the wrap (the probe would cost its time here, before any
     # worker starts): a wrapped file raises at the first result, still before any output.
     scan = FileScan(path, year=year, tz=tz, render=render, workers=workers, piece_bytes=piece_bytes,
@@ -207,7 +208,7 @@ class FileScan:
     """
 
     def __init__(self, path: str, *, year: int | None, tz: tzinfo | None, render: Render,
-                 workers: int | None = None, piece_bytes: int = _PIECE_BYTES, finish_apart: bool = False,
+                 workers: int | None = None, piece_bytes: int | None = None, finish_apart: bool = False,
                  skip_kinds: frozenset[str] = frozenset(), json_lines: bool = False, probe: bool = True,
                  renumber: Callable[[Any, int], Any] | None = None) -> None:
         self.path, self.year, self.tz, self.render = path, year, tz, render
@@ -224,7 +225,7 @@ class FileScan:
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
             if probe:
                 _check_splittable(path, data, year, tz, self.mtime)
-            self._bounds = _piece_bounds(fh.fileno(), len(data), piece_bytes)
+            self._bounds = _piece_bounds(fh.fileno(), len(data), piece_bytes or _PIECE_BYTES)
             self.hint = year_hint_from_bytes(data[: _first_block_end(data)])
         self._pool: ProcessPoolExecutor | None = None
         self._context: tuple | None = None

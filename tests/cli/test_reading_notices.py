@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 from contextlib import redirect_stdout
@@ -137,11 +136,20 @@ def test_parse_on_every_core_says_it_where_the_sequential_stream_does(cut_prefil
     take = parse._FilesAhead.take
     monkeypatch.setattr(parse._FilesAhead, "take", lambda self, path: taken.append(Path(path).name) or take(self, path))
     sizes = [f.stat().st_size for f in folder.iterdir()]
+    monkeypatch.setattr(parallel_scan, "_PIECE_BYTES", 20_000)
     for threshold in (max(sizes) + 1, 1):  # every file whole on the workers, then every one in pieces
         monkeypatch.setattr(parallel_scan, "MIN_PARALLEL_BYTES", threshold)
-        monkeypatch.setattr(parallel_scan, "_PIECE_BYTES", 20_000)
         assert run(argv, capsys) == sequential
     assert taken == ["decode.log", "prefill.log", "proxy.log"]  # the first round: each file by a worker
+
+
+def _report_in_pieces(patch) -> None:
+    """A report's read on two workers whatever the machine, files over 20 KB in pieces of 10-20 KB."""
+    patch.setattr(parallel_scan, "worker_count", lambda: 2)
+    patch.setattr(analysis, "MIN_PARALLEL_BYTES", 0)
+    patch.setattr(analysis, "SPLIT_MIN_BYTES", 20_000)
+    patch.setattr(analysis, "_MIN_PIECE_BYTES", 10_000)
+    patch.setattr(parallel_scan, "_PIECE_BYTES", 20_000)
 
 
 def test_report_on_every_core_keeps_the_sequential_notices(cut_prefill, tmp_path, monkeypatch):
@@ -149,11 +157,7 @@ def test_report_on_every_core_keeps_the_sequential_notices(cut_prefill, tmp_path
     with monkeypatch.context() as m:
         m.setattr(parallel_scan, "worker_count", lambda: 1)
         sequential = analysis.analyse([str(folder)], year=2026)
-    monkeypatch.setattr(parallel_scan, "worker_count", lambda: 2)
-    monkeypatch.setattr(analysis, "MIN_PARALLEL_BYTES", 0)
-    monkeypatch.setattr(analysis, "SPLIT_MIN_BYTES", 20_000)
-    monkeypatch.setattr(analysis, "_MIN_PIECE_BYTES", 10_000)
-    monkeypatch.setattr(parallel_scan, "_PIECE_BYTES", 30_000)
+    _report_in_pieces(monkeypatch)
     tried: list[str] = []
     start = parallel_scan.FileScan.start
     monkeypatch.setattr(parallel_scan.FileScan, "start",
@@ -233,7 +237,7 @@ def test_a_log_read_in_pieces_counts_each_bad_line_once(tmp_path, monkeypatch, c
     assert f"{bad} line(s) not valid UTF-8" in sequential[1]
     monkeypatch.setattr(parallel_scan, "worker_count", lambda: 2)
     monkeypatch.setattr(parallel_scan, "MIN_PARALLEL_BYTES", 1)
-    monkeypatch.setattr(parallel_scan, "scan_file", functools.partial(parallel_scan.scan_file, piece_bytes=20_000))
+    monkeypatch.setattr(parallel_scan, "_PIECE_BYTES", 20_000)
     monkeypatch.setattr(parallel_scan, "_WARMUP_BYTES", 8_000)
     pieces: list[int] = []
     start = parallel_scan.FileScan.start
@@ -242,10 +246,7 @@ def test_a_log_read_in_pieces_counts_each_bad_line_once(tmp_path, monkeypatch, c
     assert run(argv, capsys) == sequential
     assert pieces[0] > 5  # read in pieces, each after a warm-up in the one before
     with monkeypatch.context() as m:  # the report's read, in pieces too
-        m.setattr(analysis, "MIN_PARALLEL_BYTES", 0)
-        m.setattr(analysis, "SPLIT_MIN_BYTES", 20_000)
-        m.setattr(analysis, "_MIN_PIECE_BYTES", 10_000)
-        m.setattr(parallel_scan, "_PIECE_BYTES", 20_000)
+        _report_in_pieces(m)
         parallel = analysis.analyse([str(path)], year=2026)
     assert len(pieces) == 2 and pieces[1] > 5
     monkeypatch.setattr(parallel_scan, "worker_count", lambda: 1)
