@@ -17,6 +17,7 @@ import orjson
 import regex as re
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
+from re import Match  # the lanes match with Python's re (fastlane)
 from typing import Iterable
 
 from .cleaning import clean_raw, undecodable_lines
@@ -174,9 +175,13 @@ class LogScanner:
             self._wrap.observe(data)
         self.undecodable_lines += undecodable_lines(data)
         pos, line_no, n = 0, first_line_no, len(data)
+        # ``pdwatch parse`` of a block of router lines (a Dynamo frontend at INFO): see ``_router_lines``.
+        dense = self._json_lanes is not None and _router_dense(data)
         while pos < n:
             if self._slow():
                 pos, line_no = self._every_line(data, pos, line_no, out)
+            elif dense:
+                pos, line_no = self._router_lines(data, pos, line_no, out)
             else:
                 pos, line_no = self._hit_lines(data, pos, line_no, out)
         return out
@@ -204,6 +209,49 @@ class LogScanner:
         if searched_to < len(data):
             return searched_to + 1, line_no + 1
         return len(data), line_no
+
+    def _router_lines(self, data: bytes, pos: int, line_no: int, out: list) -> tuple[int, int]:
+        """``_hit_lines`` for a block of router lines (``json_lines``), until a traceback opens.
+
+        There, each line is a hit of the search (a Python callback and a span) on its way to its
+        lane: ~4.5 us a line in all. Here the search looks only for the other needles; their lines,
+        few, are read as ``_hit_lines`` reads them, with the needles the whole search gives them.
+        Between them, a line that holds the router needle holds it alone, as in ``_hit_lines``:
+        one in the common shape is written here (``_router_json_line``), any other takes the
+        router lane there. Same lines, same order, ~2.5 us a line."""
+        fullmatch, router_line = WORKER_SELECTED_JSON_LANE.dynamo_line.fullmatch, self._router_json_line
+        append, tracebacks = out.append, self._tracebacks
+        first_line_no = line_no
+        for start, end, _, newlines_before in [*_OTHER_THAN_ROUTER.lines(data, pos), (len(data), 0, (), -1)]:
+            lines = data[pos:start].split(b"\n") if start > pos else []
+            if lines and not lines[-1]:
+                lines.pop()  # the newline before ``start``, or the block's last one
+            for raw in lines:
+                line = fullmatch(raw)
+                if line is not None and self._pending_logo is None:
+                    append(router_line(line, line_no))
+                elif _ROUTER_NEEDLE in raw:
+                    self._read_hit(raw, line_no, (_ROUTER_NEEDLE,), out)
+                    if tracebacks:
+                        return pos + len(raw) + 1, line_no + 1
+                pos += len(raw) + 1
+                line_no += 1
+            if newlines_before < 0:
+                return len(data), line_no
+            raw, line_no = data[start:end], first_line_no + newlines_before
+            (_, _, needles, _), = self._prefilter.lines(raw)
+            self._read_hit(raw, line_no, needles, out)
+            pos, line_no = end + 1, line_no + 1
+            if tracebacks:
+                return pos, line_no
+        raise AssertionError("the loop ends at its last entry")  # pragma: no cover
+
+    def _read_hit(self, raw: bytes, line_no: int, needles: tuple[bytes, ...], out: list) -> None:
+        """A line that holds ``needles``, as ``_hit_lines`` reads it."""
+        lane = self._json_lanes.get(needles) if self._json_lanes is not None else _LINE_LANES.get(needles)
+        if lane is None or not lane[0](self, raw, line_no, out, lane[1]):
+            text, env = split_raw(raw)
+            self._record(raw, text, line_no, None, out, needles, env)
 
     def _every_line(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
         """Every line, until the open traceback closes (or for the whole of a wrapped file)."""
@@ -456,13 +504,16 @@ class LogScanner:
         line = lane.dynamo_line.fullmatch(raw) if raw[0] == 0x1B else None
         if line is None:
             return self._message_json_lane(raw, line_no, out, lane)
-        iso, _, level, _, _, worker_type, worker_id, dp_rank, logit, cached, tree, total = line.groups()
         if self._pending_logo is not None:
             self._flush_logo(out)
-        out.append(self._router_json % (line_no, self.times.utc_iso_json(iso), _level_json(level), worker_type,
-                                        worker_id, dp_rank, logit or b"null", cached or b"null", tree or b"null",
-                                        total or b"null"))
+        out.append(self._router_json_line(line, line_no))
         return True
+
+    def _router_json_line(self, line: Match, line_no: int) -> bytes:
+        """The JSON line of a router line's ``dynamo_line`` match (its groups are never empty)."""
+        iso, _, level, _, _, worker_type, worker_id, dp_rank, logit, cached, tree, total = line.groups(b"null")
+        return self._router_json % (line_no, self.times.utc_iso_json(iso), _level_json(level), worker_type,
+                                    worker_id, dp_rank, logit, cached, tree, total)
 
     def _http_access_json_lane(self, raw: bytes, line_no: int, out: list, _: None) -> bool:
         m = UVICORN_ACCESS_JSON.fullmatch(raw)
@@ -609,6 +660,21 @@ _JSON_LINE_LANES: dict[tuple[bytes, ...], tuple] = {
     (b"HTTP/2",): (LogScanner._http_access_json_lane, None),
     (b"request completed",): (LogScanner._request_completed_json_lane, None),
 }
+_ROUTER_NEEDLE = b"Selected worker: "
+assert [f.name for f in _BY_NEEDLE[_ROUTER_NEEDLE]] == ["worker_selected"]
+# Every needle but the router line's: the search of a block of router lines (``_router_lines``).
+_OTHER_THAN_ROUTER = Prefilter([needle for needle in _PREFILTER.needles if needle != _ROUTER_NEEDLE])
+
+
+def _router_dense(data: bytes) -> bool:
+    """Whether ``data`` (64 KB or more) is a block of router lines: at least 3 lines in 4 of its
+    first 64 KB hold the router needle (counting the whole block cost ~0.8 ns a byte). Either
+    way is exact; the other lines of a block misjudged just cost more."""
+    sample = 1 << 16
+    return (len(data) >= sample
+            and data.count(_ROUTER_NEEDLE, 0, sample) * 4 >= data.count(b"\n", 0, sample) * 3)
+
+
 # ``_router_json_lane``'s line after the kind and source.
 _ROUTER_JSON_TAIL = b'%d,"ts":%s,"engine":null,"level":%s,' + SELECTED_MEMBERS + b'}\n'
 _JSON_KINDS = ("stats", "spec_decode", "kv_transfer", "worker_selected", "http_access", "request_completed")
