@@ -214,11 +214,11 @@ class LogScanner:
         """``_hit_lines`` for a block of router lines (``json_lines``), until a traceback opens.
 
         There, each line is a hit of the search (a Python callback and a span) on its way to its
-        lane: ~4.5 us a line in all. Here the search looks only for the other needles; their lines,
-        few, are read as ``_hit_lines`` reads them, with the needles the whole search gives them.
-        Between them, a line that holds the router needle holds it alone, as in ``_hit_lines``:
-        one in the common shape is written here (``_router_json_line``), any other takes the
-        router lane there. Same lines, same order, ~2.5 us a line."""
+        lane. Here the search looks only for the other needles; their lines, few, are read as
+        ``_hit_lines`` reads them, with the needles the whole search gives them. Between them, a
+        line that holds the router needle holds it alone, as in ``_hit_lines``: one in the common
+        shape is written here (``_router_json_line``), any other takes the router lane there.
+        Same lines, same order, about a fifth less CPU (a 16 MB piece: 0.37 -> 0.31 s)."""
         fullmatch, router_line = WORKER_SELECTED_JSON_LANE.dynamo_line.fullmatch, self._router_json_line
         append, tracebacks = out.append, self._tracebacks
         first_line_no = line_no
