@@ -188,20 +188,16 @@ class LogScanner:
 
     def _hit_lines(self, data: bytes, pos: int, line_no: int, out: list[Event]) -> tuple[int, int]:
         """Only the lines the prefilter hits, until a traceback opens (then: where to go on)."""
-        lanes, tracebacks, first_line_no = self._json_lanes or _LINE_LANES, self._tracebacks, line_no
+        tracebacks, first_line_no, read_hit = self._tracebacks, line_no, self._read_hit
         prefilter = self._prefilter
         # While a skipped kind's first line is to come, the search stops at the first line that may
         # be one (the search changes there), and goes on from the next if it was not.
         spans, searched_to = prefilter.lines_until(data, pos, self._first_needles)
         for start, end, needles, newlines_before in spans:
             line_no = first_line_no + newlines_before
-            raw = data[start:end]
-            lane = lanes.get(needles)
-            if lane is None or not lane[0](self, raw, line_no, out, lane[1]):
-                text, env = split_raw(raw)
-                self._record(raw, text, line_no, None, out, needles, env)
-                if tracebacks:
-                    return end + 1, line_no + 1
+            read_hit(data[start:end], line_no, needles, out)
+            if tracebacks:  # only the general path opens one
+                return end + 1, line_no + 1
             if self._prefilter is not prefilter:
                 # A skipped kind's first line was just read: search the rest without its needles
                 # (a decode log's first block is ~20k access lines read in full otherwise).
@@ -247,8 +243,8 @@ class LogScanner:
         raise AssertionError("the loop ends at its last entry")  # pragma: no cover
 
     def _read_hit(self, raw: bytes, line_no: int, needles: tuple[bytes, ...], out: list) -> None:
-        """A line that holds ``needles``, as ``_hit_lines`` reads it."""
-        lane = self._json_lanes.get(needles) if self._json_lanes is not None else _LINE_LANES.get(needles)
+        """A line that holds ``needles``: its lane, else the general path."""
+        lane = (self._json_lanes or _LINE_LANES).get(needles)
         if lane is None or not lane[0](self, raw, line_no, out, lane[1]):
             text, env = split_raw(raw)
             self._record(raw, text, line_no, None, out, needles, env)
