@@ -292,25 +292,32 @@ def _stats_frame(chunks: list[StatsColumns]) -> pd.DataFrame:
     """Stats columns -> a frame, each column joined in one go (a live tick builds one per
     endpoint: the record-and-astype way cost ~5 ms for a single row)."""
     ts = [t for c in chunks for t in c.ts]
-    values = (np.concatenate([c.seal().values for c in chunks]) if chunks
-              else np.empty((0, len(STATS_FIELDS)), dtype=np.float64))
+    # The numbers go straight into the frame's one float block, a field a row (each column
+    # contiguous, as pandas lays it out), without a copy: joining the chunks and then letting
+    # DataFrame(dict) consolidate the columns had held two more copies of them at the peak of a
+    # report (+47 MB for a 1 GB log's 193k lines).
+    block = np.empty((len(STATS_FIELDS), len(ts)), dtype=np.float64)
+    at = 0
+    for c in chunks:
+        rows = c.seal().values
+        block[:, at:at + len(rows)] = rows.T
+        at += len(rows)
     columns: list[list] = [[x for c in chunks for x in getattr(c, name)] for name in ("engine", "sources", "line_no", "text")]
     if None in ts:  # a stats line without a time cannot be placed
         keep = [i for i, t in enumerate(ts) if t is not None]
         ts = [ts[i] for i in keep]
-        values = values[keep]
+        block = np.ascontiguousarray(block[:, keep])
         columns = [[column[i] for i in keep] for column in columns]
     engine, sources, line_no, text = columns
-    data: dict[str, Any] = {"ts": pd.to_datetime(pd.Series(ts, dtype=object), utc=True),
-                            "engine": np.asarray(engine, dtype=np.int64)}
     # A line that does not print Preemptions leaves them unknown (NaN), not 0: vLLM 0.32 prints
     # none even while its /metrics count them.
-    for i, name in enumerate(STATS_FIELDS):
-        data[name] = values[:, i]  # copied: DataFrame(dict) consolidates the columns into one block
-    data["source"] = pd.Series(sources)  # pandas infers its string dtype, as from records
-    data["line_no"] = np.asarray(line_no, dtype=np.int64)
-    data["text"] = pd.Series(text)
-    return pd.DataFrame(data)
+    frame = pd.DataFrame(block.T, columns=list(STATS_FIELDS), copy=False)
+    frame.insert(0, "ts", pd.to_datetime(pd.Series(ts, dtype=object), utc=True))
+    frame.insert(1, "engine", np.asarray(engine, dtype=np.int64))
+    frame["source"] = pd.Series(sources)  # pandas infers its string dtype, as from records
+    frame["line_no"] = np.asarray(line_no, dtype=np.int64)
+    frame["text"] = pd.Series(text)
+    return frame
 
 
 def _columns_of(frame: pd.DataFrame) -> StatsColumns:
