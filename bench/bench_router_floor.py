@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -66,22 +65,16 @@ def _child(argv: list[str]) -> int:
     return main()
 
 
-def _count(cmd: list[str], env: dict[str, str]) -> tuple[int, int]:
+def _count(cmd: list[str]) -> tuple[int, int]:
     """(lines, bytes) of the command's stdout."""
     with tempfile.TemporaryFile() as out:
-        subprocess.run(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env, check=True)
+        subprocess.run(cmd, stdout=out, stderr=subprocess.DEVNULL, check=True)
         out.seek(0)
         lines = size = 0
         for block in iter(lambda: out.read(1 << 20), b""):
             lines += block.count(b"\n")
             size += len(block)
     return lines, size
-
-
-def _time(cmd: list[str], env: dict[str, str] | None = None) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
-    return time.perf_counter() - t0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,17 +86,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_router_floor: {args.file}: no such file (python bench/bench_shapes.py --shapes dense "
               "writes it)", file=sys.stderr)
         return 2
-    env = dict(os.environ)
     parse = [*bp.pdwatch_command(), "parse", args.file, "--format", "jsonl"]
     floor = [sys.executable, str(Path(__file__).resolve()), _CHILD_FLAG, "parse", args.file, "--format", "jsonl"]
     lnav = ["lnav", "-n", "-c", bp.LNAV_QUERY, args.file]
     tools = {"parse": parse, "floor": floor, "lnav": lnav}
-    real, fake = _count(parse, env), _count(floor, env)  # also the warm-up
-    _time(lnav)
+    real, fake = _count(parse), _count(floor)  # also the warm-up
+    bp.run_once(lnav)
     times: dict[str, list[float]] = {name: [] for name in tools}
     for _ in range(args.repeat):  # round-robin: the machine's noise falls on every tool alike
         for name, cmd in tools.items():
-            times[name].append(_time(cmd, env))
+            times[name].append(bp.run_once(cmd).seconds)
     lnav_median = statistics.median(times["lnav"])
     print(f"{args.file}: {os.path.getsize(args.file) / bp.MIB:.0f} MB; load average "
           f"{os.getloadavg()[0]:.2f}; medians (min) of {args.repeat} runs, round-robin")

@@ -306,7 +306,7 @@ def _stats_frame(chunks: list[StatsColumns]) -> pd.DataFrame:
     if None in ts:  # a stats line without a time cannot be placed
         keep = [i for i, t in enumerate(ts) if t is not None]
         ts = [ts[i] for i in keep]
-        block = np.ascontiguousarray(block[:, keep])
+        block = block[:, keep]
         columns = [[column[i] for i in keep] for column in columns]
     engine, sources, line_no, text = columns
     # A line that does not print Preemptions leaves them unknown (NaN), not 0: vLLM 0.32 prints
