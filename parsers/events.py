@@ -206,6 +206,47 @@ KINDS: dict[str, dict[str, str]] = {
         "model_name": "model, when present",
         "namespace": "namespace, when present",
     },
+    "dynamo_process": {
+        "process": "frontend | worker: which Dynamo process wrote the line",
+        "stage": "start | register | ready",
+        "address": "frontend: the HTTP service's host:port, when present",
+        "port": "frontend: its HTTP port (its /metrics are there), when present",
+        "model": "worker: the model it serves, when present",
+        "serves": "worker: what it registers, 'prefill' or the OpenAI endpoints ('chat,completions'), when present",
+    },
+    "kv_connector": {
+        "name": "the KV connector vLLM created (NixlConnector, NixlPullConnector, ...)",
+        "engine_id": "the connector's engine id, when present",
+        "kv_role": "kv_producer | kv_consumer | kv_both, when present",
+    },
+    "worker_set": {
+        "action": "added | removed: a set of workers joined or left a model in the frontend's discovery",
+        "model": "the model",
+        "mode": "aggregated | prefill | decode (the namespace's last element)",
+        "component": "the Dynamo component (backend, prefill, ...)",
+        "remaining": "worker sets left for the model after a removal, when present",
+    },
+    "backend_error": {
+        "reason": "what the frontend says broke: the route's outcome (worker_disconnected, ...) or migration_exhausted",
+        "error_type": "the error type it gives (disconnected, ...), when present",
+        "worker_id": "the worker's instance id (decimal string), when present",
+    },
+    "frontend_response": {
+        "status": "HTTP status (int)",
+        "latency_ms": "latency, ms, when present",
+        "method": "HTTP method, when present",
+        "path": "request path, when present",
+        "inference": "true for an inference request (POST /v1/..., not a tokenizer call)",
+    },
+    "request_failed": {
+        "status": "HTTP status of an inference request that failed (>= 400)",
+        "path": "request path",
+        "latency_ms": "latency, ms, when present",
+    },
+    "request_error": {
+        "error_type": "Dynamo's error type of a failed request (unavailable, not_found, ...)",
+        "detail": "its error detail, when present",
+    },
     "request_completed": {
         "status": "status field, when present",
         "latency_ms": "latency, when present",

@@ -931,6 +931,172 @@ def parse_stop_requested(msg: str) -> Parsed:
     return []
 
 
+# --- Dynamo 1.x processes: what a frontend and a dynamo.vllm worker say of themselves -------------
+# Read off real Dynamo 1.6.1 runs (tests/data/real/dynamo): a frontend announces its HTTP service;
+# a worker reads its config, starts its engine, then registers what it serves: the OpenAI-facing
+# generate endpoint ("chat,completions": an aggregated or a decode worker) or "prefill". Dynamo
+# calls both serving kinds "decode worker" in its own logs, so that word says nothing of the role.
+
+_HTTP_SERVICE = regex.compile(r'Starting HTTP\(S\) service\b.*?\baddress="?(?P<address>[^"\s]*?:(?P<port>\d+))"?(?:\s|$)')
+_WORKER_READY = regex.compile(r"^worker for (?P<model>\S+) has been initialized")
+_WORKER_SERVES = regex.compile(r"configuration metadata from vLLM engine for (?P<serves>[\w,|]+)")
+
+
+@family("dynamo_process", ['Starting HTTP(S) service', "has been initialized", "Using kv_events_config for publishing",
+                           "configuration metadata from vLLM engine for "], [
+    Sample('Starting HTTP(S) service protocol="HTTP" address="127.0.0.1:8700"',
+           [("dynamo_process", {"process": "frontend", "stage": "start", "address": "127.0.0.1:8700", "port": 8700})]),
+    Sample("worker for tiny-qwen3 has been initialized",
+           [("dynamo_process", {"process": "worker", "stage": "ready", "model": "tiny-qwen3"})]),
+    Sample("Using kv_events_config for publishing vLLM kv events over zmq: None (use_kv_events=False)",
+           [("dynamo_process", {"process": "worker", "stage": "start"})]),
+    Sample("Getting engine runtime configuration metadata from vLLM engine for prefill...",
+           [("dynamo_process", {"process": "worker", "stage": "register", "serves": "prefill"})]),
+    Sample("Getting engine runtime configuration metadata from vLLM engine for chat,completions...",
+           [("dynamo_process", {"process": "worker", "stage": "register", "serves": "chat,completions"})]),
+])
+def parse_dynamo_process(msg: str) -> Parsed:
+    m = _HTTP_SERVICE.search(msg)
+    if m:
+        return [("dynamo_process", {"process": "frontend", "stage": "start", "address": m["address"],
+                                    "port": int(m["port"])})]
+    m = _WORKER_READY.search(msg.strip())
+    if m:
+        return [("dynamo_process", {"process": "worker", "stage": "ready", "model": m["model"]})]
+    if "Using kv_events_config for publishing" in msg:
+        return [("dynamo_process", {"process": "worker", "stage": "start"})]
+    m = _WORKER_SERVES.search(msg)
+    if m:
+        return [("dynamo_process", {"process": "worker", "stage": "register", "serves": m["serves"]})]
+    return []
+
+
+_CONNECTOR = regex.compile(r"Creating v1 connector with name: (?P<name>\w+)(?: and engine_id: (?P<engine_id>\S+))?")
+_CONNECTOR_ROLE = regex.compile(r"Using kv_role='(?P<role>\w+)' with (?P<name>\w+)")
+
+
+@family("kv_connector", ["Creating v1 connector with name: ", "Using kv_role="], [
+    Sample("Creating v1 connector with name: NixlPullConnector and engine_id: 6819c247-5706-4012-8314-7ac9eaa69855",
+           [("kv_connector", {"name": "NixlPullConnector", "engine_id": "6819c247-5706-4012-8314-7ac9eaa69855"})]),
+    Sample("Using kv_role='kv_both' with NixlConnector is deprecated and will be removed in a future release.",
+           [("kv_connector", {"name": "NixlConnector", "kv_role": "kv_both"})]),
+])
+def parse_kv_connector(msg: str) -> Parsed:
+    m = _CONNECTOR.search(msg)
+    if m:
+        return [("kv_connector", {"name": m["name"], "engine_id": m["engine_id"]})]
+    m = _CONNECTOR_ROLE.search(msg)
+    if m:
+        return [("kv_connector", {"name": m["name"], "kv_role": m["role"]})]
+    return []
+
+
+# The frontend's discovery: a worker set (one namespace/component/endpoint and its mode, the last
+# element of the namespace list) joins or leaves a model. A set leaving while its workers did not
+# stop on purpose is how a dead worker shows once its discovery lease expires.
+_WORKER_SET = regex.compile(r"^(?P<action>Adding|Removed) worker set (?:to|from) model model=(?P<model>\S+) "
+                            r"namespace=\[(?P<ns>[^\]]*)\](?:.*?remaining_sets=(?P<remaining>\d+))?")
+
+
+@family("worker_set", ["worker set to model", "worker set from model"], [
+    Sample('Adding worker set to model model=tiny-qwen3 namespace=["dynamo","backend","generate","chat|completions",'
+           '"aggregated"]', [("worker_set", {"action": "added", "model": "tiny-qwen3", "mode": "aggregated",
+                                              "component": "backend", "remaining": None})]),
+    Sample('Removed worker set from model model=tiny-qwen3 namespace=["dynamo","prefill","generate","prefill",'
+           '"prefill"] remaining_sets=1', [("worker_set", {"action": "removed", "mode": "prefill", "remaining": 1})]),
+])
+def parse_worker_set(msg: str) -> Parsed:
+    m = _WORKER_SET.search(msg.strip())
+    if not m:
+        return []
+    parts = [p.strip().strip('"') for p in m["ns"].split(",")]
+    return [("worker_set", {"action": "added" if m["action"] == "Adding" else "removed", "model": m["model"],
+                            "mode": parts[-1] if parts else None, "component": parts[1] if len(parts) > 1 else None,
+                            "remaining": int(m["remaining"]) if m["remaining"] else None})]
+
+
+# A frontend losing a backend mid-request: the stream to the worker broke (its process died or
+# the connection dropped), and, once migration could not move the request elsewhere, the request
+# is lost. Both name what happened; the second names the worker's instance id.
+_ROUTE_FAILED = regex.compile(r'route request failed request\.outcome="?(?P<outcome>[\w.]+)"?'
+                              r'(?: error\.type="?(?P<etype>[\w.]+)"?)?')
+_MIGRATION_EXHAUSTED = regex.compile(r"migration retries exhausted\b(?=.*?migration\.reason=\"?(?P<reason>[\w.]+))?"
+                                     r"(?=.*?migration\.from_worker_id=(?P<worker>\d+))?")
+
+
+@family("backend_error", ["route request failed", "migration retries exhausted"], [
+    Sample('request_span: route request failed request.outcome="worker_disconnected" error.type="disconnected" '
+           'method=POST uri=/v1/completions', [("backend_error", {"reason": "worker_disconnected",
+                                                                 "error_type": "disconnected", "worker_id": None})]),
+    Sample('request_span: migration retries exhausted request.attempt=0 migration.is_retry=true '
+           'migration.reason="disconnected" migration.from_worker_id=9243723466659353727 method=POST',
+           [("backend_error", {"reason": "migration_exhausted", "error_type": "disconnected",
+                               "worker_id": "9243723466659353727"})]),
+])
+def parse_backend_error(msg: str) -> Parsed:
+    m = _ROUTE_FAILED.search(msg)
+    if m:
+        return [("backend_error", {"reason": m["outcome"], "error_type": m["etype"], "worker_id": None})]
+    m = _MIGRATION_EXHAUSTED.search(msg)
+    if m:
+        return [("backend_error", {"reason": "migration_exhausted", "error_type": m["reason"],
+                                   "worker_id": m["worker"]})]
+    return []
+
+
+# Every HTTP response of a Dynamo frontend (INFO; a failed one at ERROR, also with DYN_LOG=error).
+# Inference requests (POST /v1/...) are what a benchmark's failed-request count is made of; probes,
+# scrapes and tokenizer calls (benchmark clients POST /tokenize, which Dynamo answers 404) are not.
+_RESPONSE = regex.compile(r"\bhttp response sent status=(?P<status>\d{3})(?:.*?\blatency_ms=(?P<latency>[\d.]+))?"
+                          r"(?:.*?\bmethod=(?P<method>[A-Z]+))?(?:.*?\buri=(?P<uri>\S+))?")
+
+
+def is_inference(method: str | None, path: str | None) -> bool:
+    return method == "POST" and bool(path) and path.startswith("/v1/") and "tokenize" not in path
+
+
+@family("frontend_response", ["http response sent "], [
+    Sample("http response sent status=200 latency_ms=4 method=POST uri=/v1/completions version=HTTP/1.1 "
+           "request_id=f2d68fb0", [("frontend_response", {"status": 200, "latency_ms": 4.0, "method": "POST",
+                                                          "path": "/v1/completions", "inference": True})]),
+    Sample("http response sent status=503 latency_ms=10768 method=POST uri=/v1/completions version=HTTP/1.1",
+           [("frontend_response", {"status": 503, "inference": True}),
+            ("request_failed", {"status": 503, "path": "/v1/completions", "latency_ms": 10768.0})]),
+    Sample("http response sent status=404 latency_ms=0 method=POST uri=/tokenize version=HTTP/1.1",
+           [("frontend_response", {"status": 404, "inference": False})]),
+    Sample("http response sent status=200 latency_ms=0 method=GET uri=/metrics version=HTTP/1.1",
+           [("frontend_response", {"status": 200, "inference": False})]),
+])
+def parse_frontend_response(msg: str) -> Parsed:
+    m = _RESPONSE.search(msg)
+    if not m:
+        return []
+    status = int(m["status"])
+    latency = _num(m["latency"]) if m["latency"] else None
+    inference = is_inference(m["method"], m["uri"])
+    out: Parsed = [("frontend_response", {"status": status, "latency_ms": latency, "method": m["method"],
+                                          "path": m["uri"], "inference": inference})]
+    if inference and status >= 400:
+        out.append(("request_failed", {"status": status, "path": m["uri"], "latency_ms": latency}))
+    return out
+
+
+# A Dynamo stop that somebody started: the graceful shutdown a worker runs on SIGINT/SIGTERM
+# (unregister from discovery, grace period, stop), and a frontend's HTTP server asked to stop.
+@family("dynamo_stop", ["Received shutdown signal", "HTTP server shutdown requested"], [
+    Sample("Received shutdown signal; unregistering endpoints from discovery",
+           [("stop_requested", {"how": "dynamo_graceful_shutdown"})]),
+    Sample("HTTP server shutdown requested", [("stop_requested", {"how": "frontend_shutdown"})]),
+])
+def parse_dynamo_stop(msg: str) -> Parsed:
+    text = msg.strip()
+    if text.startswith("Received shutdown signal"):
+        return [("stop_requested", {"how": "dynamo_graceful_shutdown"})]
+    if text.startswith("HTTP server shutdown requested"):
+        return [("stop_requested", {"how": "frontend_shutdown"})]
+    return []
+
+
 # --- HTTP and Dynamo frontend/router ----------------------------------------------------------
 
 _ACCESS = regex.compile(r'(?P<client>[\w.:\[\]-]+?):(?P<port>\d+) - "(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})\b')
@@ -994,6 +1160,11 @@ def parse_model_registered(msg: str) -> Parsed:
 @family("request_completed", ["request completed"], [
     Sample("request completed status=200 latency_ms=1532", [("request_completed", {"status": "200", "latency_ms": 1532.0})]),
     Sample("metrics: request completed ttft_ms=35.5 request_id=\"abc\"", [("request_completed", {"ttft_ms": 35.5})]),
+    Sample("dynamo_llm::http::service::metrics: request completed request_id=65695ff9 model=tiny-qwen3 "
+           "endpoint=completions request_type=unary status=error error_type=unavailable error_detail=no backend "
+           "worker available elapsed_ms=1076",
+           [("request_completed", {"status": "error"}),
+            ("request_error", {"error_type": "unavailable", "detail": "no backend worker available"})]),
 ])
 def parse_request_completed(msg: str) -> Parsed:
     idx = msg.find("request completed")
@@ -1004,5 +1175,19 @@ def parse_request_completed(msg: str) -> Parsed:
     def number(key: str) -> float | None:
         return _num(fields[key]) if key in fields else None
 
-    return [("request_completed", {"status": fields.get("status"), "latency_ms": number("latency_ms"),
-                                   "ttft_ms": number("ttft_ms"), "fields": fields})]
+    out: Parsed = [("request_completed", {"status": fields.get("status"), "latency_ms": number("latency_ms"),
+                                          "ttft_ms": number("ttft_ms"), "fields": fields})]
+    return out + request_error(fields, msg)
+
+
+# Dynamo prints a detail unquoted, spaces and all: it runs to the next ``key=``.
+_ERROR_DETAIL = regex.compile(r"\berror_detail=(?P<detail>.*?)(?= [\w.]+=|$)")
+
+
+def request_error(fields: dict[str, str], msg: str) -> Parsed:
+    """A Dynamo frontend's failed request, by its error type (``status=error error_type=...``)."""
+    if fields.get("status") != "error":
+        return []
+    m = _ERROR_DETAIL.search(msg)
+    return [("request_error", {"error_type": fields.get("error_type"),
+                               "detail": m["detail"].strip() if m else fields.get("error_detail")})]

@@ -1,8 +1,10 @@
 """The load client: phases of streaming /v1/completions requests, every request timed.
 
-Prompts are token ids (the server runs with --skip-tokenizer-init) and every request sets
-``ignore_eos``, so a completed request's output length is exactly its ``max_tokens``: the
-client-side token counts are an oracle that does not depend on what the server logs.
+Prompts are token ids (the server runs with --skip-tokenizer-init), or with ``words=True`` the
+same ids written as the words of a word-level tokenizer (``w17 w999 w5``: one word, one token),
+for servers that tokenize themselves (a Dynamo frontend). Every request sets ``ignore_eos``, so
+a completed request's output length is exactly its ``max_tokens``: the client-side token counts
+are an oracle that does not depend on what the server logs.
 
 Standard library only: this runs beside the server, not inside the vLLM venv.
 """
@@ -71,8 +73,9 @@ class LoadClient:
     """Sends the phases to ``host:port`` and keeps one ``RequestRecord`` per request."""
 
     def __init__(self, port: int, model: str, *, host: str = "127.0.0.1", vocab: int = 2048, seed: int = 7,
-                 timeout_s: float = 120.0):
+                 timeout_s: float = 120.0, words: bool = False):
         self.host, self.port, self.model, self.vocab, self.timeout_s = host, port, model, vocab, timeout_s
+        self.words = words
         self.random = random.Random(seed)
         self.records: list[RequestRecord] = []
         self.windows: list[PhaseWindow] = []
@@ -139,7 +142,8 @@ class LoadClient:
     # --- requests -----------------------------------------------------------------------------
 
     def _token(self) -> int:
-        return self.random.randrange(3, self.vocab)  # 0-2 are pad/bos/eos in the tiny config
+        # 0-2 are pad/bos/eos in the tiny config; 3 is the word tokenizer's <unk>
+        return self.random.randrange(4 if self.words else 3, self.vocab)
 
     def _spawn(self, phase: Phase, index: int, prefix: list[int], done) -> None:
         def work():
@@ -158,7 +162,8 @@ class LoadClient:
             n_out = self.random.randint(*phase.max_tokens)
             prompt = prefix[:n_prompt] + [self._token() for _ in range(max(0, n_prompt - len(prefix)))]
             self.in_flight += 1
-        request = {"model": self.model, "prompt": prompt, "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0,
+        request = {"model": self.model, "prompt": " ".join(f"w{t}" for t in prompt) if self.words else prompt,
+                   "max_tokens": n_out, "ignore_eos": True, "temperature": 0.0,
                    "stream": phase.stream}
         if phase.stream:
             request["stream_options"] = {"include_usage": True}

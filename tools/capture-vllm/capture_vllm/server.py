@@ -29,10 +29,11 @@ class Server:
     proc: subprocess.Popen | None = None
     started_at: float = 0.0
 
-    def start(self, out_dir: Path) -> None:
+    def start(self, out_dir: Path, append: bool = False) -> None:
+        """``append``: a restart, whose output goes on in the same log (as a supervisor loop's would)."""
         self.log_path = out_dir / f"{self.name}.log"
         env = {**os.environ, **self.env}
-        log = open(self.log_path, "wb")
+        log = open(self.log_path, "ab" if append else "wb")
         self.started_at = time.time()
         self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env, start_new_session=True)
