@@ -230,6 +230,7 @@ KINDS: dict[str, dict[str, str]] = {
         "reason": "what the frontend says broke: the route's outcome (worker_disconnected, ...) or migration_exhausted",
         "error_type": "the error type it gives (disconnected, ...), when present",
         "worker_id": "the worker's instance id (decimal string), when present",
+        "target": "the role of the backend that failed when the line names it (prefill: the prefill router's), else null",
     },
     "frontend_response": {
         "status": "HTTP status (int)",
@@ -246,6 +247,24 @@ KINDS: dict[str, dict[str, str]] = {
     "request_error": {
         "error_type": "Dynamo's error type of a failed request (unavailable, not_found, ...)",
         "detail": "its error detail, when present",
+    },
+    "status_server_failed": {
+        "error": "why a Dynamo worker's status server (/health, /metrics) did not start, when present",
+    },
+    "request_plane_error": {
+        "error": "a Dynamo worker's request-plane connection broke (reset by peer, broken pipe)",
+    },
+    "frontend_lost": {
+        "reason": "no log line makes this kind: pdwatch puts a worker's broken connection on the frontend "
+                  "whose log went silent across it, or a frontend's restart that no stop preceded on its "
+                  "last line before it (pdwatch.model.frontend_losses)",
+    },
+    "seen_again": {
+        "reason": "no log line makes this kind: the first line of an endpoint after it was lost (a restart)",
+    },
+    "lost_by_frontend": {
+        "reason": "no log line makes this kind: pdwatch puts a frontend's line on the worker it lost "
+                  "(pdwatch.model.frontend_losses); what the line says happened to it",
     },
     "request_completed": {
         "status": "status field, when present",

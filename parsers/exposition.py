@@ -9,7 +9,8 @@ label is engine None) with these ``values`` (a key is absent when its metric is 
 
 - ``running``      <- ``vllm:num_requests_running``
 - ``waiting``      <- ``vllm:num_requests_waiting``
-- ``kv_usage_pct`` <- 100 x ``vllm:kv_cache_usage_perc`` (or the older ``vllm:gpu_cache_usage_perc``)
+- ``kv_usage_pct`` <- 100 x ``vllm:kv_cache_usage_perc`` (or the older ``vllm:gpu_cache_usage_perc``; else
+  a Dynamo worker's ``dynamo_component_gpu_cache_usage_percent`` / ``..._kvstats_gpu_cache_usage_percent``)
 - ``prompt_tps`` / ``gen_tps`` <- rate of ``vllm:prompt_tokens_total`` / ``vllm:generation_tokens_total``
   since the previous scrape of the same series (same source, same labels). When the server
   also exposes ``vllm:prompt_tokens_by_source_total`` (vLLM >= 0.16), ``prompt_tps`` is the rate
@@ -52,7 +53,11 @@ from . import dynamo_metrics as dynamo
 
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
-KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")  # newest first
+# KV usage as a fraction, the first name exposed wins: vLLM's, newest first, then what a Dynamo
+# worker publishes of its engine (1.x emits ``dynamo_component_gpu_cache_usage_percent``, its
+# documentation names ``dynamo_component_kvstats_gpu_cache_usage_percent``; both 0..1, by dp_rank).
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
+            "dynamo_component_kvstats_gpu_cache_usage_percent", "dynamo_component_gpu_cache_usage_percent")
 PROMPT_TOKENS = "vllm:prompt_tokens_total"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 PROMPT_TOKENS_BY_SOURCE = "vllm:prompt_tokens_by_source_total"
@@ -143,10 +148,13 @@ def _without_unmapped_lines(text: str) -> str:
 
 
 def _engine(labels: dict[str, str]) -> int | None:
-    try:
-        return int(labels["engine"])
-    except (KeyError, ValueError):
-        return None
+    """vLLM's ``engine`` label, else Dynamo's ``dp_rank``."""
+    for key in ("engine", "dp_rank"):
+        try:
+            return int(labels[key])
+        except (KeyError, ValueError):
+            continue
+    return None
 
 
 def events_from_exposition(text: str, *, source: str, ts: datetime, line_no: int = 0,

@@ -1020,27 +1020,38 @@ def parse_worker_set(msg: str) -> Parsed:
 # is lost. Both name what happened; the second names the worker's instance id.
 _ROUTE_FAILED = regex.compile(r'route request failed request\.outcome="?(?P<outcome>[\w.]+)"?'
                               r'(?: error\.type="?(?P<etype>[\w.]+)"?)?')
+_REMOTE_PREFILL = regex.compile(r"Remote prefill failed(?:, failing request)?(?: error=(?P<error>.*?))?(?= method=| \w+=|$)")
 _MIGRATION_EXHAUSTED = regex.compile(r"migration retries exhausted\b(?=.*?migration\.reason=\"?(?P<reason>[\w.]+))?"
                                      r"(?=.*?migration\.from_worker_id=(?P<worker>\d+))?")
 
 
-@family("backend_error", ["route request failed", "migration retries exhausted"], [
+@family("backend_error", ["route request failed", "migration retries exhausted", "Remote prefill failed"], [
     Sample('request_span: route request failed request.outcome="worker_disconnected" error.type="disconnected" '
            'method=POST uri=/v1/completions', [("backend_error", {"reason": "worker_disconnected",
                                                                  "error_type": "disconnected", "worker_id": None})]),
     Sample('request_span: migration retries exhausted request.attempt=0 migration.is_retry=true '
            'migration.reason="disconnected" migration.from_worker_id=9243723466659353727 method=POST',
            [("backend_error", {"reason": "migration_exhausted", "error_type": "disconnected",
-                               "worker_id": "9243723466659353727"})]),
+                               "worker_id": "9243723466659353727", "target": None})]),
+    Sample("dynamo_llm::kv_router::prefill_router: Remote prefill failed, failing request error=Unavailable: No "
+           "workers available for endpoint dynamo/prefill/generate method=POST uri=/v1/completions",
+           [("backend_error", {"reason": "remote_prefill_failed", "target": "prefill",
+                               "error_type": "Unavailable: No workers available for endpoint dynamo/prefill/generate"})]),
 ])
 def parse_backend_error(msg: str) -> Parsed:
+    """``target``: the role the failed backend has when the line says so (the prefill router's)."""
     m = _ROUTE_FAILED.search(msg)
     if m:
-        return [("backend_error", {"reason": m["outcome"], "error_type": m["etype"], "worker_id": None})]
+        return [("backend_error", {"reason": m["outcome"], "error_type": m["etype"], "worker_id": None,
+                                   "target": None})]
     m = _MIGRATION_EXHAUSTED.search(msg)
     if m:
         return [("backend_error", {"reason": "migration_exhausted", "error_type": m["reason"],
-                                   "worker_id": m["worker"]})]
+                                   "worker_id": m["worker"], "target": None})]
+    m = _REMOTE_PREFILL.search(msg)
+    if m:
+        return [("backend_error", {"reason": "remote_prefill_failed", "error_type": m["error"], "worker_id": None,
+                                   "target": "prefill"})]
     return []
 
 
@@ -1079,6 +1090,36 @@ def parse_frontend_response(msg: str) -> Parsed:
     if inference and status >= 400:
         out.append(("request_failed", {"status": status, "path": m["uri"], "latency_ms": latency}))
     return out
+
+
+# A worker's status server (DYN_SYSTEM_PORT: /health, /live, /metrics) that could not start: Dynamo
+# 1.6 logs it and serves on without it, so probes fail and its metrics cannot be scraped.
+_STATUS_SERVER = regex.compile(r"System status server startup failed(?: error=(?P<error>.*))?")
+
+
+@family("status_server_failed", ["System status server startup failed"], [
+    Sample("System status server startup failed error=Failed to bind to address: Address already in use (os error 98)",
+           [("status_server_failed", {"error": "Failed to bind to address: Address already in use (os error 98)"})]),
+])
+def parse_status_server_failed(msg: str) -> Parsed:
+    m = _STATUS_SERVER.search(msg)
+    return [("status_server_failed", {"error": (m["error"] or "").strip() or None})] if m else []
+
+
+# The request plane seen from a worker: the connection a frontend (or a prefill router) held to it
+# was reset. A process on the other end that died does this; a request cancelled by its client
+# does not (it is cancelled over the stream).
+_PLANE_ERROR = regex.compile(r"(?:Failed to read TCP request|TCP connection error): (?P<error>.*)")
+
+
+@family("request_plane_error", ["Failed to read TCP request", "TCP connection error: "], [
+    Sample("Failed to read TCP request: Connection reset by peer (os error 104)",
+           [("request_plane_error", {"error": "Connection reset by peer (os error 104)"})]),
+    Sample("TCP connection error: Broken pipe (os error 32)", [("request_plane_error", {"error": "Broken pipe (os error 32)"})]),
+])
+def parse_request_plane_error(msg: str) -> Parsed:
+    m = _PLANE_ERROR.search(msg)
+    return [("request_plane_error", {"error": m["error"].strip()})] if m else []
 
 
 # A Dynamo stop that somebody started: the graceful shutdown a worker runs on SIGINT/SIGTERM

@@ -151,7 +151,12 @@ class Ctx:
     def _interval(self) -> np.ndarray:
         lay = self.lay
         if lay.kind == "deployment":
+            # The finest serving endpoint's: a frontend's rows come per scrape or per second of
+            # requests, not per vLLM stats interval.
             ep = self.ev.ctx("endpoint").interval_us()
+            serving = np.array([e.role != "frontend" for e in lay.view.endpoints], dtype=bool)
+            if len(ep) and serving.any():
+                ep = ep[serving]
             return np.array([ep.min() if len(ep) else _DEFAULT_IV_US], dtype=np.float64)
         fact = self.fact("stats_interval_s")
         if fact.dtype == object:

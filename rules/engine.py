@@ -22,6 +22,7 @@ from .evidence import EvidenceLog, collect, lookback_us
 from .findings import FIRING, PENDING, RESOLVED, Finding, FindingState
 from .layout import MISSING, FrameArrays, Layouts, build_layouts
 from .model import DeploymentView
+from .functions import EPISODE
 from .nodes import ev
 from .span import Span
 from .spec import Rule
@@ -200,6 +201,8 @@ class RuleEngine:
         """Value and texts of the instances whose condition holds now."""
         if not live:
             return
+        if rule.reads_episode:
+            _set_episode(ctx, live)
         n = ctx.n
         value = broadcast(to_num(ev(rule.value.root, ctx)), n)
         variant_holds = [broadcast(to_num(ev(v.when.root, ctx)), n) == 1.0 for v in rule.variants]
@@ -269,6 +272,21 @@ class RuleEngine:
             summary_at_start=join((first.fired_texts or first.texts).get("summary", ()), first.engines),
             value_at_start=first.fired_value if first.fired_texts is not None else first.value,
             engines_at_start=list(first.engines))
+
+
+def _set_episode(ctx: Ctx, live: list[tuple[int, _Alert]]) -> None:
+    """``episode()`` for the instances rendered now: seconds since each alert went pending. What
+    was computed from another rule's or another call's episodes is dropped first (the caches
+    are shared by the rules of one evaluation, and keyed by the expression's text)."""
+    for cache in (ctx.cache, ctx._sels):
+        for key in [k for k in cache if "episode()" in str(k)]:
+            del cache[key]
+    t0 = ctx.sweep.layouts.t0 if ctx.sweep is not None else ctx.ev.layouts.t0
+    now = np.broadcast_to(np.asarray(ctx.now, dtype=np.float64) + t0, (ctx.n,))
+    seconds = np.full(ctx.n, np.nan)
+    for i, alert in live:
+        seconds[i] = (now[i] - alert.active_at) / 1e6
+    ctx.cache[EPISODE] = seconds
 
 
 def _overlapping(alerts: list[_Alert]) -> list[list[_Alert]]:

@@ -44,6 +44,12 @@ _LABELS = {
     "request_rate": ("Requests: ", "/s"),
     "frontend_inflight": ("In flight: ", " reqs"),
     "frontend_queued": ("Queued: ", " reqs"),
+    "ttft_p99_s": ("TTFT p99: ", " s"),
+    "itl_p99_s": ("ITL p99: ", " s"),
+    # a Dynamo frontend's second of HTTP responses (its log)
+    "requests_ok": ("Requests ok: ", ""),
+    "requests_failed": ("Requests failed: ", ""),
+    "request_latency_s": ("Latency: ", " s"),
 }
 _TEXT_MAX = 400
 
@@ -85,8 +91,8 @@ def stats_text(engine: int, values: dict[str, float]) -> str:
         pre, post = _LABELS[name]
         shown = "n/a" if v != v else (
             f"{v:.0f}" if name in ("running", "waiting", "preemptions", "deferred", "frontend_inflight",
-                                   "frontend_queued")
-            else f"{v:.3f}" if name in ("ttft_s", "itl_s") else f"{v:.1f}")
+                                   "frontend_queued", "requests_ok", "requests_failed")
+            else f"{v:.3f}" if name in ("ttft_s", "itl_s", "ttft_p99_s", "itl_p99_s") else f"{v:.1f}")
         parts.append(f"{pre}{shown}{post}")
     return f"Engine {engine:03d}: " + ", ".join(parts)
 

@@ -138,6 +138,53 @@ def _event_bounds(ctx: Ctx, idx: Any, window: Node | None) -> tuple[np.ndarray, 
     return np.searchsorted(idx.keys, inst + lo, side="right"), end
 
 
+EPISODE = "__episode_s"  # ctx.cache: per instance, seconds since its alert went pending (templates only)
+
+
+def _episode(ctx: Ctx, node: Call) -> np.ndarray:
+    """Seconds from the start of this finding's episode (when its condition began to hold) to
+    now: a window over the whole episode, ``max(waiting, episode())``, for the texts a finding
+    keeps. Set by the engine while it renders a finding's texts and value; elsewhere unknown."""
+    got = ctx.base.cache.get(EPISODE)
+    return np.full(ctx.base.n, NAN) if got is None else got
+
+
+def uses_episode(node: Node) -> bool:
+    return any(isinstance(n, Call) and n.name == "episode" for n in node.walk())
+
+
+def _since_event(ctx: Ctx, node: Call) -> np.ndarray:
+    """Seconds since the newest dated event of a kind up to now (unknown when there is none)."""
+    idx = ctx.lay.event_index(node.args[0].value)  # type: ignore[attr-defined]
+    start, end = _event_bounds(ctx, idx, None)
+    has = end > start
+    out = np.full(ctx.n, NAN)
+    if has.any():
+        inst = (np.arange(ctx.n, dtype=np.int64) if ctx.sweep is None else ctx.base_inst) * ctx.lay.span
+        newest = idx.keys[end[has] - 1] - inst[has]
+        out[has] = (_now_of(ctx, has) - newest) / 1e6
+    return out
+
+
+def _top_reason(ctx: Ctx, node: Call) -> np.ndarray:
+    """The ``reason`` of a kind's events in the window (no window: so far), commonest first, at
+    most three: ``"503"``, ``"404, 503"``; ``"none"`` when there is no such event. (The store
+    keeps a few such events a second, so how often each came is not said.)"""
+    idx = ctx.lay.event_index(node.args[0].value)  # type: ignore[attr-defined]
+    start, end = _event_bounds(ctx, idx, node.args[1] if len(node.args) > 1 else None)
+    reasons = ctx.lay.events.reason
+    out = np.empty(ctx.n, dtype=object)
+    for i, (a, b) in enumerate(zip(start.tolist(), end.tolist())):
+        counts: dict[str, int] = {}
+        for p in idx.rows[a:b].tolist():
+            r = reasons[p]
+            if r is not None and r == r:
+                counts[str(r)] = counts.get(str(r), 0) + 1
+        ranked = sorted(counts, key=lambda k: (-counts[k], k))[:3]
+        out[i] = ", ".join(ranked) if ranked else "none"
+    return out
+
+
 def _count_events(ctx: Ctx, node: Call) -> np.ndarray:
     idx = ctx.lay.event_index(node.args[0].value)  # type: ignore[attr-defined]
     windowed = len(node.args) > 1
@@ -365,8 +412,14 @@ FUNCTIONS: dict[str, Fn] = {f.name: f for f in [
     _fn("samples", ("window",), NUM, "window", _samples, doc="stats lines in the window"),
     _fn("count_events", ("kind", "window"), NUM, "window", _count_events, scopes=ALL_SCOPES,
         optional=1, doc="events of a kind in the window (no window: so far)"),
+    _fn("top_reason", ("kind", "window"), STR, "window", _top_reason, scopes=ALL_SCOPES, optional=1,
+        doc="the reasons of a kind's events in the window (no window: so far), commonest first"),
     _fn("count_matching", ("kind", "pattern", "window"), NUM, "window", _count_matching, scopes=ALL_SCOPES,
         optional=1, doc="events of a kind whose line matches a regular expression, in the window / so far"),
+    _fn("episode", (), NUM, "inst", _episode, scopes=ALL_SCOPES,
+        doc="seconds since this finding's condition began to hold (in value and texts: a window over its episode)"),
+    _fn("since_event", ("kind",), NUM, "inst", _since_event, scopes=ALL_SCOPES,
+        doc="seconds since the newest event of a kind (none so far: unknown)"),
     _fn("before", ("kind", "kind"), BOOL, "inst", _before, scopes=ALL_SCOPES,
         doc="the first event of the first kind came before the first of the second (line order within a log)"),
     _fn("since_first", (), NUM, "inst", _since_first, doc="seconds since the first stats line"),

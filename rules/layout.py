@@ -140,6 +140,7 @@ class EventTable:
     source: np.ndarray
     line_no: np.ndarray
     text: np.ndarray
+    reason: np.ndarray  # the events' ``reason`` column: what the line says beyond its kind (or None)
 
 
 @dataclass
@@ -250,7 +251,7 @@ def _stats_table(view: DeploymentView, cache: dict[int, FrameArrays]) -> StatsTa
 
 
 def _event_table(view: DeploymentView, t0: int, ev_ts: list[np.ndarray | None]) -> EventTable:
-    ts, ep, eng, kind, src, line, text = [], [], [], [], [], [], []
+    ts, ep, eng, kind, src, line, text, reason = [], [], [], [], [], [], [], []
     for i, (e, t) in enumerate(zip(view.endpoints, ev_ts)):
         df = e.events
         if t is None or "kind" not in df.columns:
@@ -265,10 +266,12 @@ def _event_table(view: DeploymentView, t0: int, ev_ts: list[np.ndarray | None]) 
         line.append(pd.to_numeric(df["line_no"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
                     if "line_no" in df.columns else np.zeros(n, dtype=np.int64))
         text.append(df["text"].astype(object).to_numpy() if "text" in df.columns else np.full(n, "", dtype=object))
+        reason.append(df["reason"].astype(object).to_numpy() if "reason" in df.columns
+                      else np.full(n, None, dtype=object))
     if not ts:
         e64, eo = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
-        return EventTable(e64, e64, np.empty(0), eo, eo, e64, eo)
-    return EventTable(*(np.concatenate(x) for x in (ts, ep, eng, kind, src, line, text)))
+        return EventTable(e64, e64, np.empty(0), eo, eo, e64, eo, eo)
+    return EventTable(*(np.concatenate(x) for x in (ts, ep, eng, kind, src, line, text, reason)))
 
 
 def build_layouts(view: DeploymentView, cache: dict[int, FrameArrays] | None = None) -> Layouts:

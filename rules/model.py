@@ -36,6 +36,12 @@ STATS_FIELDS = (
     "request_rate",
     "frontend_inflight",
     "frontend_queued",
+    "ttft_p99_s",
+    "itl_p99_s",
+    # A Dynamo frontend's log (its HTTP response lines): inference requests answered per second.
+    "requests_ok",
+    "requests_failed",
+    "request_latency_s",
 )
 
 # Start-up facts of an endpoint; a missing key means "unknown".
@@ -79,7 +85,9 @@ EVENT_KINDS = (
     "role_hint", "block_size", "ssm_dtype", "ssm_conv_layout", "preemption", "stats_disabled",
     "nixl_failure", "kv_expired", "kv_load_failure", "kv_cache_error", "oom", "engine_dead",
     "traceback", "shutdown", "stop_requested", "http_access", "worker_selected", "model_registered",
-    "request_completed",
+    "request_completed", "dynamo_process", "kv_connector", "worker_set", "backend_error", "frontend_response",
+    "request_failed", "request_error", "lost_by_frontend", "status_server_failed", "request_plane_error",
+    "frontend_lost", "seen_again",
 )
 
 # The kinds the store keeps for the rules to count and quote (problems and start-up facts).
@@ -91,6 +99,12 @@ STORED_EVENT_KINDS = (
     "args", "engine_config", "version", "kv_cache_size", "max_concurrency", "kv_memory",
     "model_loading", "memory_profile", "cudagraph_memory", "block_size", "ssm_dtype", "ssm_conv_layout",
     "init_time", "role_hint",
+    # Dynamo: what each process says it is, and what the frontend saw of its backends.
+    "dynamo_process", "kv_connector", "worker_set", "backend_error", "request_failed", "request_error",
+    "status_server_failed", "request_plane_error",
+    # pdwatch's own (model.frontend_losses): a frontend's line put on the worker it lost, a worker's
+    # broken connection put on the frontend that went silent, an endpoint's first line after it.
+    "lost_by_frontend", "frontend_lost", "seen_again",
 )
 
 DEFAULT_STATS_INTERVAL_S = 10.0  # vLLM's VLLM_LOG_STATS_INTERVAL default

@@ -46,6 +46,7 @@ import yaml
 
 from .errors import RuleFileError, RuleProblem, RuleSyntaxError
 from .expr import SCOPES, Expr, compile_expr
+from .functions import uses_episode
 from .model import STATS_FIELDS, STORED_EVENT_KINDS
 from .nodes import BOOL, Binary, Node
 from .span import ZERO, Span, parse_span
@@ -125,6 +126,18 @@ class Rule:
                 seen.setdefault(id(lit.pattern), lit.pattern)  # type: ignore[attr-defined]
         return list(seen.values())
 
+    @property
+    def reads_episode(self) -> bool:
+        """Whether the value or a text reads ``episode()`` (set while they are rendered)."""
+        got = self.__dict__.get("_reads_episode")
+        if got is None:
+            exprs = [self.value] + [e for t in (self.summary, self.explanation, self.recommendation) for e in t.exprs]
+            exprs += [e for v in self.variants for t in (v.summary, v.explanation, v.recommendation) if t
+                      for e in t.exprs]
+            got = any(uses_episode(e.root) for e in exprs if e is not None)
+            object.__setattr__(self, "_reads_episode", got)
+        return got
+
     def quoted_events(self) -> tuple[str, ...]:
         if self.evidence.events:
             return self.evidence.events
@@ -176,6 +189,10 @@ class _File:
         except RuleSyntaxError as e:
             line, col = _position(node, text, e.column)
             self.problem(line, f"{what}: {e.message} (column {col})")
+            return None
+        if what != "value" and uses_episode(expr.root):
+            self.problem(line_of(node), f"{what}: episode() is only known in a finding's value and texts "
+                                        "(the episode is the one the finding is in)")
             return None
         for lit in expr.patterns():  # a slow pattern's notice names its line
             lit.pattern.origin = f"{self.path}:{_position(node, text, lit.col)[0]}"  # type: ignore[attr-defined]

@@ -1,10 +1,13 @@
 """Which endpoint each source belongs to, its role, engines and GPUs.
 
 Evidence, strongest first: an explicit topology (``--topology-file`` or
-``--prefill/--decode`` globs), the srt-slurm file name (``{node}_{role}_w{i}.out``;
-one endpoint may span the files of several nodes), a file name containing the word
-``prefill`` or ``decode``, then the log itself (``kv_role`` kv_producer/kv_consumer,
-a Dynamo worker naming its role). ``kv_both`` says nothing about the role.
+``--prefill/--decode`` globs), then what the log itself prints: a Dynamo frontend's HTTP
+service (role ``frontend``), what a ``dynamo.vllm`` worker registers (``prefill``; the
+OpenAI endpoints with a KV connector: ``decode``, without one: ``aggregated``), vLLM's
+``kv_role`` (kv_producer/kv_consumer; ``kv_both`` says nothing about the role). Only when the
+log says nothing does the file name decide: the srt-slurm name (``{node}_{role}_w{i}.out``;
+one endpoint may span the files of several nodes), then a file name containing the word
+``prefill`` or ``decode`` (a job named ``disagg_prefill_kill`` names every one of its files).
 A ``/metrics`` URL is the endpoint ``host:port`` unless a topology entry lists it; a target
 read from a Prometheus server is the endpoint its ``instance`` label names (a topology's
 ``prom:`` selector matches its labels; a ``role`` label, Dynamo's ``worker_type`` or
@@ -105,7 +108,7 @@ def _resolved(source: str) -> str | None:
 class Endpoint:
     name: str
     role: str = "unknown"
-    role_from: str = "unknown"  # topology | flag | file name | kv_role | dynamo | prometheus label | unknown
+    role_from: str = "unknown"  # topology | flag | dynamo | kv_role | prometheus label | file name | unknown
     sources: list[str] = field(default_factory=list)
     engines: set[int] = field(default_factory=set)
     facts: dict[str, Any] = field(default_factory=dict)
@@ -126,6 +129,8 @@ class Endpoint:
     def gpus(self) -> int | None:
         if self.declared_gpus is not None:
             return self.declared_gpus
+        if self.role == "frontend":
+            return 0  # an HTTP server, router and tokenizer: it holds no GPU
         dp = self.parallel.get("data_parallel_size", (len(self.engines) or None, ""))[0]
         tp = self.parallel.get("tensor_parallel_size", (1, ""))[0]
         pp = self.parallel.get("pipeline_parallel_size", (1, ""))[0]
@@ -136,6 +141,8 @@ class Endpoint:
         """Where DP x TP x PP came from, for the reader: each factor and its line, or the guess."""
         if self.declared_gpus is not None:
             return "declared in the topology file"
+        if self.role == "frontend":
+            return "a frontend holds no GPU"
         parts = []
         for key, label in zip(PARALLEL_KEYS, ("DP", "TP", "PP")):
             if key in self.parallel:
@@ -161,7 +168,7 @@ class Endpoint:
     @property
     def gpus_inferred(self) -> bool:
         """True when the GPU count is a guess: a parallel size no start-up line gave."""
-        if self.declared_gpus is not None:
+        if self.declared_gpus is not None or self.role == "frontend":
             return False
         return any(key not in self.parallel for key in PARALLEL_KEYS)
 
@@ -226,7 +233,7 @@ class DeploymentModel:
         else:
             name, role = name_from_file(source)
             endpoint = self.endpoints.setdefault(name, Endpoint(name))
-            if role is not None and endpoint.role_from in ("unknown", "kv_role", "dynamo"):
+            if role is not None and endpoint.role_from == "unknown":  # a hint: what the log prints wins
                 endpoint.role, endpoint.role_from = role, "file name"
         endpoint.sources.append(source)
         self._by_source[source] = endpoint
@@ -278,8 +285,40 @@ class DeploymentModel:
                 if isinstance(event.values.get(key), int):
                     endpoint.read_parallel(key, event.values[key], f"engine config, line {event.line_no}")
         elif event.kind == "role_hint":
-            self._infer_role(endpoint, event.values["role"], event.values.get("origin", "dynamo"))
+            role, origin = event.values["role"], event.values.get("origin", "dynamo")
+            if role == "decode" and origin == "dynamo":
+                # Dynamo 1.x says "decode worker" of every worker serving the OpenAI endpoints,
+                # aggregated ones too: only what the worker registers (below) tells them apart.
+                endpoint.facts.setdefault("dynamo_says_decode", True)
+            else:
+                self._infer_role(endpoint, role, origin)
+        elif event.kind == "dynamo_process":
+            self._learn_dynamo(endpoint, event.values)
+        elif event.kind == "kv_connector":
+            endpoint.facts["kv_connector"] = event.values.get("name") or endpoint.facts.get("kv_connector")
+            if endpoint.role_from == "dynamo" and endpoint.role == "aggregated":
+                self._infer_role(endpoint, "decode", "dynamo", override=True)
         return endpoint
+
+    def _learn_dynamo(self, endpoint: Endpoint, values: dict[str, Any]) -> None:
+        """A Dynamo process naming itself: a frontend (its HTTP port is where its /metrics are),
+        or a dynamo.vllm worker registering what it serves."""
+        process = values.get("process")
+        endpoint.facts["dynamo_process"] = process
+        if process == "frontend":
+            if isinstance(values.get("port"), int):
+                endpoint.facts["port"] = values["port"]
+                self._claim_urls(endpoint, values["port"])
+            self._infer_role(endpoint, "frontend", "dynamo", override=True)
+            return
+        serves = values.get("serves")
+        if serves is None:
+            return
+        if serves == "prefill":
+            role = "prefill"
+        else:  # the OpenAI endpoints: decode when a KV connector brings it prompts, else aggregated
+            role = "decode" if endpoint.facts.get("kv_connector") else "aggregated"
+        self._infer_role(endpoint, role, "dynamo", override=True)
 
     def _learn_args(self, endpoint: Endpoint, event: Event) -> None:
         args = event.values["args"]
@@ -299,8 +338,17 @@ class DeploymentModel:
             self._infer_role(endpoint, _KV_ROLE[kv["kv_role"]], "kv_role")
 
     @staticmethod
-    def _infer_role(endpoint: Endpoint, role: str, origin: str) -> None:
-        if endpoint.role_from == "unknown":
+    def _infer_role(endpoint: Endpoint, role: str, origin: str, override: bool = False) -> None:
+        """What a log says of its role: beats a file name's hint; ``override``: what a Dynamo
+        process says of itself also beats what an earlier line implied (a connector seen after
+        the worker registered)."""
+        if endpoint.role_from in ("unknown", "file name") or (override and endpoint.role_from in
+                                                                 ("dynamo", "kv_role")):
+            if endpoint.role_from == "file name" and endpoint.role != role:
+                endpoint.facts["role_conflict"] = (f"the log says {role} ({origin}); the file name said "
+                                                   f"{endpoint.role}")
             endpoint.role, endpoint.role_from = role, origin
+            if role == "frontend":
+                endpoint.engines.clear()  # its scrape rows, read before its log said what it is
         elif endpoint.role != role:
             endpoint.facts["role_conflict"] = f"{origin} says {role}, {endpoint.role_from} says {endpoint.role}"

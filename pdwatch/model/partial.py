@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Iterable
 
 from pdwatch.model.log_facts import FACT_KINDS
@@ -24,12 +24,15 @@ _KEPT_EVENT_KINDS = frozenset(STORED_EVENT_KINDS)
 # them cost a 1 GB report more time than all the other lines together. An endpoint's last
 # seen time is then that of its last line of the other kinds.
 UNSTORED_KINDS = frozenset({"http_access", "worker_selected", "request_completed", "model_registered"})
+# A Dynamo frontend's inference responses: not kept one by one, but read (never skipped) and
+# counted per second into the frontend's request rows (``_RequestSeconds``).
+REQUEST_KINDS = frozenset({"frontend_response"})
 assert not UNSTORED_KINDS & _KEPT_EVENT_KINDS
 # Lines any Python process writes (a proxy, a benchmark client): a source with only these is
 # not a vLLM or Dynamo server, so it is no endpoint (``Store.endpoints``; ``Store.not_servers``).
 GENERIC_KINDS = frozenset({"traceback", "http_access", "shutdown", "stop_requested"})
 # What DeploymentModel.observe and the facts read beyond engine numbers: Partial relies on it.
-_MODEL_KINDS = FACT_KINDS | {"args", "engine_config", "role_hint"}
+_MODEL_KINDS = FACT_KINDS | {"args", "engine_config", "role_hint", "dynamo_process", "kv_connector"}
 _ENGINE_NOT_THEIRS = frozenset({"spec_decode", "kv_transfer"})  # DeploymentModel.observe: their engine is the stats line's
 assert _MODEL_KINDS <= _KEPT_EVENT_KINDS, _MODEL_KINDS - _KEPT_EVENT_KINDS
 
@@ -38,7 +41,7 @@ assert _MODEL_KINDS <= _KEPT_EVENT_KINDS, _MODEL_KINDS - _KEPT_EVENT_KINDS
 @dataclass(slots=True)
 class StatsColumns:
     """Stats rows column by column (``Store``'s stats frame in the making): a worker ships a
-    run's stats lines as these, their sixteen numbers one float64 array, not a tuple of Python
+    run's stats lines as these, their numbers one float64 array, not a tuple of Python
     floats a row. On a 1 GB log's 193k lines the rows cost the workers ~2.5 us each to fold and
     the parent ~0.7 s to turn into a frame, and held ~0.9 KB each until then."""
 
@@ -100,6 +103,8 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
     engines: set[int] = set()
     kept: list[Event] = []
     stats = StatsColumns()
+    per_second: dict[tuple, int] = {}
+    requests: dict[str, _RequestSeconds] = {}
     for event in events:
         if event.source != source or part is None:
             source = event.source
@@ -111,6 +116,13 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
         raw[kind] = raw.get(kind, 0) + 1
         if event.ts is not None:
             part.last_ts = event.ts
+        if kind in REQUEST_KINDS:
+            if event.values.get("inference") and event.ts is not None:
+                seconds = requests.get(source)
+                if seconds is None:
+                    seconds = requests[source] = _RequestSeconds(source, stats)
+                seconds.add(event)
+            continue
         if kind in kept_kinds:
             if kind in model_kinds:
                 kept.append(event)  # observe() decides about its engine
@@ -121,8 +133,15 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
             engine = event.engine
             if engine is not None and kind not in _ENGINE_NOT_THEIRS:
                 engines.add(engine)
+            if kind in _PER_REQUEST:
+                # A frontend losing a backend says so once per request: a few a second are evidence
+                # enough (the count is in raw_counts); thousands would only fill the events table.
+                second = (kind, source, event.ts.replace(microsecond=0) if event.ts is not None else None)
+                per_second[second] = per_second.get(second, 0) + 1
+                if per_second[second] > KEPT_PER_SECOND:
+                    continue
             line_no = event.end_line_no if kind == "traceback" and event.end_line_no else event.line_no
-            kept.append((event.ts, engine, kind, event.source, line_no, event.text, event.values.get("reason")))
+            kept.append((event.ts, engine, kind, event.source, line_no, event.text, _reason(event)))
             continue
         engine = event.engine
         if engine is not None:
@@ -136,9 +155,84 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
             stats.values.append(list(map(event.values.get, stats_fields)))
             stats.line_no.append(event.line_no)
             stats.text.append(event.text)
+    for seconds in requests.values():
+        seconds.close()
     for part in parts:
         part.stats.seal()
     return parts
+
+
+_FIELD_AT = {name: i for i, name in enumerate(STATS_FIELDS)}
+
+
+class _RequestSeconds:
+    """A frontend's inference responses, one stats row per second that had any: how many
+    succeeded and failed, and their mean latency. The row's time is the end of its second
+    (a row describes the interval before it, as a stats line does); its line is the second's
+    first failed response, else its first response: a real line to quote."""
+
+    def __init__(self, source: str, stats: StatsColumns) -> None:
+        self.source, self.stats = source, stats
+        self.second: datetime | None = None
+        self.counts = [0, 0, 0.0, 0]  # ok, failed, latency sum (ms), latencies
+        self.line: tuple[int, str] | None = None
+        self.failed_line: tuple[int, str] | None = None
+
+    def add(self, event: Event) -> None:
+        second = event.ts.replace(microsecond=0)
+        if second != self.second:
+            self.close()
+            self.second = second
+        status = event.values.get("status") or 0
+        failed = status >= 400
+        self.counts[1 if failed else 0] += 1
+        latency = event.values.get("latency_ms")
+        if latency is not None and not failed:
+            self.counts[2] += latency
+            self.counts[3] += 1
+        if self.line is None:
+            self.line = (event.line_no, event.text)
+        if failed and self.failed_line is None:
+            self.failed_line = (event.line_no, event.text)
+
+    def close(self) -> None:
+        if self.second is None:
+            return
+        ok, failed, latency_ms, n = self.counts
+        row: list = [None] * len(STATS_FIELDS)
+        row[_FIELD_AT["requests_ok"]] = ok
+        row[_FIELD_AT["requests_failed"]] = failed
+        row[_FIELD_AT["request_latency_s"]] = latency_ms / n / 1000.0 if n else None
+        line_no, text = self.failed_line or self.line  # type: ignore[misc]
+        stats = self.stats
+        stats.sources.append(self.source)
+        stats.ts.append(self.second + timedelta(seconds=1))
+        stats.engine.append(0)
+        stats.values.append(row)
+        stats.line_no.append(line_no)
+        stats.text.append(text)
+        self.second, self.counts, self.line, self.failed_line = None, [0, 0, 0.0, 0], None, None
+
+
+# Kept kinds a Dynamo frontend logs once per failed request (a dead worker: hundreds a second).
+_PER_REQUEST = frozenset({"backend_error", "request_failed", "request_error", "request_plane_error"})
+KEPT_PER_SECOND = 3
+
+
+def _reason(event: Event) -> Any:
+    """The events table's ``reason`` column: what the rules and the model read of an event
+    beyond its kind (an engine death's reason; where a frontend's lost backend was)."""
+    values = event.values
+    kind = event.kind
+    if kind == "worker_set":
+        return f"{values.get('action')}:{values.get('mode')}"
+    if kind == "backend_error":
+        return f"{values.get('reason')}:{values.get('target') or ''}"
+    if kind == "request_failed":
+        return str(values.get("status"))
+    if kind == "request_error":
+        return values.get("error_type")
+    return values.get("reason")
 
 
 def renumber(parts: list[Partial], delta: int) -> list[Partial]:

@@ -17,6 +17,7 @@ import pandas as pd
 from pdwatch.parsers import Event
 from pdwatch.model.log_facts import fold as learn_facts
 from pdwatch.model.deployment import DeploymentModel, Endpoint
+from pdwatch.model.frontend_losses import Attribution, attribute
 from pdwatch.model.partial import (_KEPT_EVENT_KINDS, _MODEL_KINDS, GENERIC_KINDS, UNSTORED_KINDS,  # noqa: F401
                                    Partial, StatsColumns, fold_events)
 from pdwatch.rules.model import STATS_FIELDS, DeploymentView, EndpointView
@@ -46,6 +47,7 @@ class Store:
         self.raw_counts: dict[str, int] = {}
         self._line_memo: dict[tuple[str, int], str | None] = {}
         self._servers: set[str] = set()  # endpoints with a line only a vLLM or Dynamo server writes
+        self._losses = Attribution()  # frontend lines that may say a worker died, as they are decided
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -68,7 +70,8 @@ class Store:
             raw[kind] = raw.get(kind, 0) + n
         if endpoint.name not in self._servers and not part.raw_counts.keys() <= GENERIC_KINDS:
             self._servers.add(endpoint.name)
-        endpoint.engines |= part.engines
+        if endpoint.role != "frontend":  # a frontend's rows (scrapes, requests) are not an engine's
+            endpoint.engines |= part.engines
         rows = series.event_rows
         for event in part.kept:  # every event the model and the facts read is a kept one
             if event.__class__ is tuple:  # a kept event nothing else reads: its row already
@@ -103,6 +106,20 @@ class Store:
         self._servers.add(into)
 
     def flush(self) -> None:
+        self._flush_frames()
+        # What the frontend saw of its workers goes to the workers it concerns (a death a dead
+        # worker cannot log): on the frames just flushed, then flushed itself.
+        lost = attribute(self._series, self.model.endpoints, self._losses, self._newest())
+        for name, rows in lost.items():
+            self._series[name].event_rows.extend(rows)
+        if lost:
+            self._flush_frames()
+
+    def _newest(self) -> pd.Timestamp | None:
+        stamps = [s.last_ts for s in self._series.values() if s.last_ts is not None]
+        return pd.Timestamp(max(stamps)) if stamps else None
+
+    def _flush_frames(self) -> None:
         for name, series in self._series.items():
             if series.stats_new:
                 frame = _stats_frame(series.stats_new)

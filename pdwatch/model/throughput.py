@@ -38,6 +38,11 @@ class Headline:
     gpus_inferred: bool
     per_role: dict[str, dict[str, float]]
     note: str | None  # why a number is null, or what is guessed
+    # "CPU" when every serving endpoint runs vLLM's CPU backend (its KV cache is in host memory):
+    # there is no GPU to divide by, so the headline is tokens/s per worker instead.
+    device: str | None = None
+    workers: int = 0  # serving endpoints (vLLM servers, Dynamo workers)
+    tps_per_worker: float | None = None
 
 
 def endpoint_rates(stats: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> dict[str, float] | None:
@@ -154,14 +159,17 @@ def headline(endpoints: list[Endpoint], stats: dict[str, pd.DataFrame]) -> Headl
     bucket = float(np.median(intervals)) if intervals else 10.0
     window = steady_window(bucketed(frames, bucket))
     serving = [ep for ep, _ in frames.values()]
+    devices = {str(ep.facts.get("kv_device") or "").upper() for ep in serving}
+    on_cpu = bool(serving) and devices == {"CPU"}
     gpus = [ep.gpus for ep in serving]
-    total_gpus = sum(g for g in gpus if g) if serving and all(gpus) else None
-    inferred = any(ep.gpus_inferred for ep in serving)
+    total_gpus = sum(g for g in gpus if g) if serving and all(gpus) and not on_cpu else None
+    inferred = any(ep.gpus_inferred for ep in serving) and not on_cpu
+    cpu = {"device": "CPU", "workers": len(serving)} if on_cpu else {"workers": len(serving)}
     silent = [ep.name for ep, frame in frames.values() if frame.empty and ep.role in COUNTED]
     causes = [f"{ep.name}: {ep.stats_silence}" for ep, frame in frames.values() if frame.empty and ep.stats_silence]
     if window is None:
         note = "no stats lines: nothing to measure" + (f" ({'; '.join(causes)})" if causes else "")
-        return Headline(None, None, None, None, None, None, total_gpus, inferred, {}, note)
+        return Headline(None, None, None, None, None, None, total_gpus, inferred, {}, note, **cpu)
     start, end = window[0], window[1] + pd.Timedelta(seconds=max(round(bucket), 1)) - pd.Timedelta(microseconds=1)
     per_role: dict[str, dict[str, float]] = {}
     prompt = gen = 0.0
@@ -178,7 +186,7 @@ def headline(endpoints: list[Endpoint], stats: dict[str, pd.DataFrame]) -> Headl
     if silent:
         note = f"{', '.join(silent)} printed no stats lines: the deployment's throughput is unknown" + (
             f" ({'; '.join(causes)})" if causes else "")
-        return Headline(start, end, None, None, None, None, total_gpus, inferred, per_role, note)
+        return Headline(start, end, None, None, None, None, total_gpus, inferred, per_role, note, **cpu)
     roles = {ep.role for ep in serving}
     if ("prefill" in roles) != ("decode" in roles):
         missing = "decode" if "prefill" in roles else "prefill"
@@ -189,4 +197,9 @@ def headline(endpoints: list[Endpoint], stats: dict[str, pd.DataFrame]) -> Headl
             if guessed else None
     total = prompt + gen
     per_gpu = total / total_gpus if total_gpus else None
-    return Headline(start, end, prompt, gen, total, per_gpu, total_gpus, inferred, per_role, note)
+    if on_cpu:
+        note = (f"{note}; " if note else "") + "vLLM's CPU backend: no GPU, tokens/s per worker instead"
+        return Headline(start, end, prompt, gen, total, None, None, False, per_role, note, "CPU", len(serving),
+                        total / len(serving))
+    return Headline(start, end, prompt, gen, total, per_gpu, total_gpus, inferred, per_role, note,
+                    workers=len(serving))

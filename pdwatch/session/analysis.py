@@ -384,7 +384,9 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
                 notices.append(SourceNotice(source, "info", f"{source}: the /metrics of {served.name} "
                                                              f"(port {port}, as its log's args say)"))
             endpoint = store.model.endpoint_of(source)
-            if not store.stats(endpoint.name).empty and any(s != source for s in endpoint.sources):
+            # A frontend's scrapes say what its log does not (TTFT, ITL, queued): both are kept.
+            if endpoint.role != "frontend" and not store.stats(endpoint.name).empty and \
+                    any(s != source for s in endpoint.sources):
                 filled = _preemptions_from_scrapes(store, endpoint.name, group)
                 told = f"; their preemption counts fill {filled} stats lines that print none" if filled else ""
                 notices.append(SourceNotice(source, "info", f"{source}: {endpoint.name} has stats lines, which "

@@ -9,7 +9,7 @@ from the stats the store holds for a window of the run (``figures``). No Textual
 The verdict, worst first (the first finding in this order decides; the others are counted):
 
 - severity (critical, warning, info), then the rule's place in ``PRIORITY``: a failure
-  (``engine_failure``, ``kv_transfer_errors``) before a bottleneck (``kv_exhausted``,
+  (``engine_failure``, ``worker_lost``, ``kv_transfer_errors``) before a bottleneck (``kv_exhausted``,
   ``prefill_bound``, ``ttft_prefill_queue``, ``decode_bound``, ``seq_cap_bound``), before a
   slowdown (``cudagraph_overflow``, ``dp_imbalance``), a blind spot (``stats_missing``), a
   capacity note and the configuration lints;
@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
-PRIORITY = ("engine_failure", "kv_transfer_errors", "kv_exhausted", "prefill_bound", "ttft_prefill_queue",
+PRIORITY = ("engine_failure", "worker_lost", "kv_transfer_errors", "kv_exhausted", "prefill_bound", "ttft_prefill_queue",
             "decode_bound", "seq_cap_bound", "cudagraph_overflow", "dp_imbalance", "stats_missing", "capacity")
 ROLE_ORDER = {"prefill": 0, "decode": 1, "aggregated": 2, "unknown": 3, "frontend": 4}
 WINDOW_INTERVALS = 6  # the verdict's numbers: each endpoint's last 6 stats intervals (the rules' usual window)
@@ -135,13 +135,12 @@ class EndpointFigures:
     kv_max_pct: float | None = None  # the highest engines' mean of one interval in the window
 
 
-def figures(store: Any, until: Any = None, intervals: int = WINDOW_INTERVALS) -> dict[str, EndpointFigures]:
+def figures(store: Any, until: Any = None, intervals: int = WINDOW_INTERVALS,
+            since: Any = None) -> dict[str, EndpointFigures]:
     """Each endpoint's figures over its last ``intervals`` stats intervals up to ``until`` (default:
-    its last line)."""
+    its last line), or over (``since``, ``until``] when ``since`` is given: a finding's episode."""
     out = {}
-    cut = None if until is None else pd.Timestamp(until)
-    if cut is not None and cut.tzinfo is None:
-        cut = cut.tz_localize("UTC")
+    cut, start = _utc(until), _utc(since)
     for ep in store.endpoints():
         stats = store.stats(ep.name)
         if cut is not None and not stats.empty:  # the frame is in time order: a bisection, not a scan
@@ -150,17 +149,26 @@ def figures(store: Any, until: Any = None, intervals: int = WINDOW_INTERVALS) ->
             stats = stats.iloc[:at]
         engines = len(ep.engines) or (stats["engine"].nunique() if not stats.empty else 0)
         out[ep.name] = window_figures(ep.name, ep.role, max(engines, 1), stats,
-                                      float(ep.facts.get("stats_interval_s") or 10.0), intervals)
+                                      float(ep.facts.get("stats_interval_s") or 10.0), intervals, start)
     return out
 
 
+def _utc(when: Any) -> pd.Timestamp | None:
+    if when is None:
+        return None
+    stamp = pd.Timestamp(when)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp
+
+
 def window_figures(name: str, role: str, engines: int, stats: pd.DataFrame, interval_s: float,
-                   intervals: int = WINDOW_INTERVALS) -> EndpointFigures:
+                   intervals: int = WINDOW_INTERVALS, start: pd.Timestamp | None = None) -> EndpointFigures:
     if stats.empty or "ts" not in stats:
         return EndpointFigures(name, role, engines, False)
     stamps = stats["ts"]
     end = stamps.iloc[-1]
     since = (end - pd.Timedelta(seconds=intervals * max(interval_s, 0.1))).as_unit(stamps.dt.unit)
+    if start is not None:  # an episode: from its start, at least the usual window
+        since = min(since, start.as_unit(stamps.dt.unit) - pd.Timedelta(seconds=max(interval_s, 0.1)))
     tail = stats.iloc[int(stamps.searchsorted(since, side="right")):]
     step = f"{max(round(interval_s), 1)}s"
     keyed = tail.assign(bucket=tail["ts"].dt.floor(step))
@@ -214,9 +222,13 @@ def assess(store: Any, findings: Sequence[Any], until: Any = None) -> tuple[Verd
     run whose trouble passed)."""
     groups = group_findings(findings)
     decisive = [g for g in groups if _decides(g)]
+    since = None
     if decisive and decisive[0].end is not None:
+        # A finding that ended: the numbers of its episode (its typical and peak load), not of the
+        # tail as it resolved. One still firing: the endpoints' last window, what the panes show.
+        since = decisive[0].start
         until = decisive[0].end if until is None else min(pd.Timestamp(until), pd.Timestamp(decisive[0].end))
-    return verdict(findings, groups, figures(store, until)), groups
+    return verdict(findings, groups, figures(store, until, since=since)), groups
 
 
 def verdict(findings: Sequence[Any], groups: Sequence[FindingGroup],
@@ -284,6 +296,18 @@ def _engine_failure(g, members, mine, serving):
     if alive:
         detail += f"; {len(alive)} other endpoint{'s' if len(alive) != 1 else ''} still up"
     return "failure", "Failure: engine died", detail, {}
+
+
+def _worker_lost(g, members, mine, serving):
+    first = members[0]
+    gone = "is gone" if len(g.endpoints) == 1 else "are gone"
+    detail = f"{g.label} {gone} since {_clock(first.start)} (its log went silent; the frontend lost it)"
+    alive = [f for f in serving if f.name not in g.endpoints]
+    if alive:
+        detail += f"; {len(alive)} other endpoint{'s' if len(alive) != 1 else ''} still up"
+    else:
+        detail += "; no serving endpoint left"
+    return "failure", "Failure: worker died", detail, {}
 
 
 def _kv_transfer(g, members, mine, serving):
@@ -419,7 +443,7 @@ def _generic(g, members, mine, serving):
     return "bottleneck" if g.severity != "info" else "capacity", f"Finding: {g.rule}", f"on {g.label}", {}
 
 
-_MAKERS = {"engine_failure": _engine_failure, "kv_transfer_errors": _kv_transfer, "kv_exhausted": _kv_exhausted,
+_MAKERS = {"engine_failure": _engine_failure, "worker_lost": _worker_lost, "kv_transfer_errors": _kv_transfer, "kv_exhausted": _kv_exhausted,
            "prefill_bound": _prefill_bound, "ttft_prefill_queue": _ttft_prefill_queue,
            "decode_bound": _decode_bound, "seq_cap_bound": _seq_cap, "cudagraph_overflow": _cudagraph,
            "dp_imbalance": _dp_imbalance, "stats_missing": _stats_missing, "capacity": _capacity}

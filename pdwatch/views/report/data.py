@@ -82,6 +82,7 @@ def _summary(analysis: Analysis) -> dict[str, Any]:
         "prompt_tps": _num(h.prompt_tps), "gen_tps": _num(h.gen_tps),
         "window": {"start": _iso(h.start), "end": _iso(h.end)},
         "gpus": h.gpus, "gpus_inferred": h.gpus_inferred,
+        "device": h.device, "workers": h.workers, "tps_per_worker": _num(h.tps_per_worker),
         "per_role": {role: {k: _num(v) for k, v in vals.items()} for role, vals in h.per_role.items()},
         "note": h.note,
         "run": {"start": _iso(analysis.clock[0]), "end": _iso(analysis.clock[1])} if analysis.clock else None,

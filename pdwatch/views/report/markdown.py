@@ -39,8 +39,15 @@ def _verdict(verdict: dict[str, Any] | None, summary: dict[str, Any]) -> list[st
         detail = f" — {_text(verdict['detail'])}" if verdict.get("detail") else ""
         lines += [f"> {mark}**{_text(verdict['title'])}**{detail}", ""]
     gpus = summary.get("gpus")
-    lines += [f"**{fmt_num(summary.get('tps_per_gpu'))} TPS/GPU**, total {fmt_num(summary.get('total_tps'))} tokens/s "
-              f"(prompt {fmt_num(summary.get('prompt_tps'))}, generated {fmt_num(summary.get('gen_tps'))}) on "
+    tokens = (f"total {fmt_num(summary.get('total_tps'))} tokens/s (prompt {fmt_num(summary.get('prompt_tps'))}, "
+              f"generated {fmt_num(summary.get('gen_tps'))})")
+    if summary.get("device") == "CPU":  # no GPU to divide by: never an invented one
+        workers = summary.get("workers") or 0
+        lines += [f"**{fmt_num(summary.get('tps_per_worker'))} tokens/s per worker** (CPU, {workers} "
+                  f"worker{'s' if workers != 1 else ''}), {tokens} over the steady state, "
+                  f"{fmt_window(summary.get('window'))}", ""]
+        return lines
+    lines += [f"**{fmt_num(summary.get('tps_per_gpu'))} TPS/GPU**, {tokens} on "
               f"{'?' if gpus is None else gpus} GPUs over the steady state, {fmt_window(summary.get('window'))}", ""]
     return lines
 
@@ -48,12 +55,20 @@ def _verdict(verdict: dict[str, Any] | None, summary: dict[str, Any]) -> list[st
 def _headline(summary: dict[str, Any]) -> list[str]:
     gpus = summary.get("gpus")
     gpu_text = "unknown" if gpus is None else f"{gpus}{' (partly guessed)' if summary.get('gpus_inferred') else ''}"
-    lines = ["## Headline (steady state)", "",
-             f"| total TPS per GPU | total tokens/s | prompt tokens/s | generated tokens/s | GPUs | window |",
-             "|---:|---:|---:|---:|---:|---|",
-             f"| **{fmt_num(summary['tps_per_gpu'])}** | {fmt_num(summary['total_tps'])} | "
-             f"{fmt_num(summary['prompt_tps'])} | {fmt_num(summary['gen_tps'])} | {gpu_text} | "
-             f"{fmt_window(summary['window'])} |", ""]
+    if summary.get("device") == "CPU":
+        lines = ["## Headline (steady state)", "",
+                 "| tokens/s per worker | total tokens/s | prompt tokens/s | generated tokens/s | workers (CPU) | "
+                 "window |", "|---:|---:|---:|---:|---:|---|",
+                 f"| **{fmt_num(summary.get('tps_per_worker'))}** | {fmt_num(summary['total_tps'])} | "
+                 f"{fmt_num(summary['prompt_tps'])} | {fmt_num(summary['gen_tps'])} | {summary.get('workers')} | "
+                 f"{fmt_window(summary['window'])} |", ""]
+    else:
+        lines = ["## Headline (steady state)", "",
+                 f"| total TPS per GPU | total tokens/s | prompt tokens/s | generated tokens/s | GPUs | window |",
+                 "|---:|---:|---:|---:|---:|---|",
+                 f"| **{fmt_num(summary['tps_per_gpu'])}** | {fmt_num(summary['total_tps'])} | "
+                 f"{fmt_num(summary['prompt_tps'])} | {fmt_num(summary['gen_tps'])} | {gpu_text} | "
+                 f"{fmt_window(summary['window'])} |", ""]
     if summary.get("note"):
         lines += [f"Note: {_cell(summary['note'])}", ""]
     if summary.get("per_role"):

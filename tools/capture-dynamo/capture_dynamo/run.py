@@ -95,6 +95,10 @@ class DynamoCapture:
         self.http_port = free_low_port()
         self.system_ports = {p.name: (self.http_port if p.system_port == "frontend" else free_low_port())
                              for p in scenario.procs if p.kind == "worker"}
+        self.nixl_ports = {p.name: free_low_port() for p in scenario.procs if p.kind == "worker"}
+        for p in scenario.procs:
+            if p.nixl_port_of:
+                self.nixl_ports[p.name] = self.nixl_ports[p.nixl_port_of]
         self.servers = {p.name: self._server(p) for p in scenario.procs}
         self.timeline = Timeline()
         self.phase = "start-up"
@@ -111,7 +115,7 @@ class DynamoCapture:
                "DYN_EVENT_PLANE_HOST": "127.0.0.1", "VLLM_HOST_IP": "127.0.0.1"}
         if proc.kind == "worker":
             env.update({"DYN_SYSTEM_HOST": "127.0.0.1", "DYN_SYSTEM_PORT": str(self.system_ports[proc.name]),
-                        "VLLM_NIXL_SIDE_CHANNEL_PORT": str(free_low_port())})
+                        "VLLM_NIXL_SIDE_CHANNEL_PORT": str(self.nixl_ports[proc.name])})
             if proc.cpu is not None:
                 env["VLLM_CPU_OMP_THREADS_BIND"] = proc.cpu
         env.update(dict(proc.env))
@@ -179,14 +183,19 @@ class DynamoCapture:
                     raise RuntimeError(f"{proc.name} never became ready ({got})")
                 self.timeline.add(f"{proc.name} /health answers 200", process=proc.name, event="healthy")
             else:
-                got = self._wait(lambda name=proc.name: self._health(name) and self._model_listed(), 90,
-                                 [proc.name])
+                # A worker expected to fail: given 2 minutes to come up or go (its /health may be no
+                # worker's at all when its port is taken, so the model being listed is the test).
+                shares_port = self.system_ports[proc.name] == self.http_port
+                test = self._model_listed if shares_port else (lambda name=proc.name: self._health(name))
+                got = self._wait(test, 120, [proc.name])
                 code = self.servers[proc.name].proc.poll()
-                self.timeline.add(f"{proc.name} not ready: {got}" + (f", exit code {code}" if code is not None
-                                                                     else ", still running"),
+                said = {"ready": "came up anyway (" + ("the model listed" if shares_port else "/health 200") + ")",
+                        "timeout": "did not come up within 120 s"}.get(got, "exited before it came up")
+                self.timeline.add(f"{proc.name} {said}" + (f", exit code {code}" if code is not None
+                                                           else ", still running"),
                                   process=proc.name, event="not_ready", outcome=got, code=code)
-                ready = False
-        if ready:
+                ready = ready and got == "ready"
+        if ready or any(p.kind == "worker" and p.must_be_ready for p in self.scenario.procs):
             got = self._wait(self._model_listed, 60, ["frontend"])
             if got != "ready":
                 raise RuntimeError(f"the frontend never listed {SERVED} ({got})")

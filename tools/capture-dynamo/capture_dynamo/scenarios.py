@@ -38,6 +38,7 @@ class Proc:
     env: tuple[tuple[str, str], ...] = ()
     cpu: str | None = None
     system_port: str = "free"
+    nixl_port_of: str | None = None  # share this process's NIXL side-channel port (a port in use)
     must_be_ready: bool = True
 
 
@@ -147,6 +148,19 @@ SCENARIOS: tuple[Scenario, ...] = (
         (Phase("idle1", "idle", seconds=4), Phase("low", "paced", seconds=10, concurrency=2, every_s=1.0,
                                                   prompt_len=(32, 64), max_tokens=(16, 32)),
          Phase("idle2", "idle", seconds=4))),
+    Scenario(
+        "disagg_nixl_port_in_use",
+        "A prefill/decode job whose prefill worker is given the decode worker's NIXL side-channel port "
+        "(VLLM_NIXL_SIDE_CHANNEL_PORT): two workers of one node started with the same port. Whichever binds it "
+        "second cannot; the kit waits up to 2 minutes for each, then sends a few requests.",
+        (FRONTEND,
+         Proc("decode", args=("--disaggregation-mode", "decode", "--max-num-seqs", "16", "--kv-transfer-config", NIXL),
+              cpu="0", must_be_ready=False),
+         Proc("prefill", args=("--disaggregation-mode", "prefill", "--max-num-seqs", "16", "--kv-transfer-config",
+                               NIXL), cpu="1", nixl_port_of="decode", must_be_ready=False)),
+        (Phase("idle1", "idle", seconds=4), Phase("low", "paced", seconds=12, concurrency=2, every_s=1.0,
+                                                  prompt_len=(128, 256), max_tokens=(16, 32), stream=False),
+         Phase("idle2", "idle", seconds=6)), env=_DISAGG_ENV),
     Scenario(
         "worker_port_in_use",
         "A worker whose status server (DYN_SYSTEM_PORT) is given the frontend's HTTP port, already in use. The "
