@@ -168,7 +168,7 @@ def _since_event(ctx: Ctx, node: Call) -> np.ndarray:
 
 def _top_reason(ctx: Ctx, node: Call) -> np.ndarray:
     """The ``reason`` of a kind's events in the window (no window: so far), commonest first, at
-    most three: ``"503"``, ``"404, 503"``; ``"none"`` when there is no such event. (The store
+    most three: ``"503"``, ``"404, 503"``; ``"none logged"`` when there is no such event. (The store
     keeps a few such events a second, so how often each came is not said.)"""
     idx = ctx.lay.event_index(node.args[0].value)  # type: ignore[attr-defined]
     start, end = _event_bounds(ctx, idx, node.args[1] if len(node.args) > 1 else None)
@@ -181,7 +181,7 @@ def _top_reason(ctx: Ctx, node: Call) -> np.ndarray:
             if r is not None and r == r:
                 counts[str(r)] = counts.get(str(r), 0) + 1
         ranked = sorted(counts, key=lambda k: (-counts[k], k))[:3]
-        out[i] = ", ".join(ranked) if ranked else "none"
+        out[i] = ", ".join(ranked) if ranked else "none logged"
     return out
 
 
