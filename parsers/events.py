@@ -248,6 +248,13 @@ KINDS: dict[str, dict[str, str]] = {
         "error_type": "Dynamo's error type of a failed request (unavailable, not_found, ...)",
         "detail": "its error detail, when present",
     },
+    "server_ready": {
+        "server": "vllm (uvicorn's 'Application startup complete') or dynamo.vllm ('worker for M has been initialized')",
+    },
+    "error_traceback": {
+        "reason": "no log line makes this kind: pdwatch's copy of a traceback logged at ERROR or with no level "
+                  "(not vLLM's start-up warnings, which are harmless): the exception line",
+    },
     "status_server_failed": {
         "error": "why a Dynamo worker's status server (/health, /metrics) did not start, when present",
     },

@@ -1122,6 +1122,20 @@ def parse_request_plane_error(msg: str) -> Parsed:
     return [("request_plane_error", {"error": m["error"].strip()})] if m else []
 
 
+# A server saying it is ready to serve: uvicorn's (vLLM's OpenAI server) and a dynamo.vllm worker's.
+@family("server_ready", ["Application startup complete", "has been initialized"], [
+    Sample("Application startup complete.", [("server_ready", {"server": "vllm"})]),
+    Sample("worker for tiny-qwen3 has been initialized", [("server_ready", {"server": "dynamo.vllm"})]),
+])
+def parse_server_ready(msg: str) -> Parsed:
+    text = msg.strip()
+    if text.startswith("Application startup complete"):
+        return [("server_ready", {"server": "vllm"})]
+    if _WORKER_READY.search(text):
+        return [("server_ready", {"server": "dynamo.vllm"})]
+    return []
+
+
 # A Dynamo stop that somebody started: the graceful shutdown a worker runs on SIGINT/SIGTERM
 # (unregister from discovery, grace period, stop), and a frontend's HTTP server asked to stop.
 @family("dynamo_stop", ["Received shutdown signal", "HTTP server shutdown requested"], [

@@ -267,7 +267,7 @@ class RuleEngine:
             summary=join(rep.texts.get("summary", ()), engines),
             explanation=join(rep.texts.get("explanation", ()), engines),
             recommendation=join(rep.texts.get("recommendation", ()), engines),
-            value=rep.value, evidence=[q.as_dict() for q in events + rows], scope=rule.scope,
+            value=rep.value, evidence=[q.as_dict() for q in _once(events + rows)], scope=rule.scope,
             pending_since=_dt(min(a.active_at for a in cluster)), labels=dict(rule.labels),
             summary_at_start=join((first.fired_texts or first.texts).get("summary", ()), first.engines),
             value_at_start=first.fired_value if first.fired_texts is not None else first.value,
@@ -303,6 +303,19 @@ def _overlapping(alerts: list[_Alert]) -> list[list[_Alert]]:
             end = -inf
         end = max(end, inf if a.resolved_at is None else a.resolved_at)
     return clusters
+
+
+def _once(quotes: list[Any]) -> list[Any]:
+    """Each line quoted once: a stats row built from a log line (a frontend's failed response)
+    may be the line of an event quoted too."""
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for q in quotes:
+        key = (q.source, q.line_no)
+        if key not in seen:
+            seen.add(key)
+            out.append(q)
+    return out
 
 
 def _round_robin(lists: list[list[Any]], limit: int) -> list[Any]:

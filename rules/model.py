@@ -58,6 +58,8 @@ ENDPOINT_FACTS: dict[str, str] = {
     "planned_concurrency": "max concurrency per engine from pdwatch's capacity arithmetic (report --model-config)",
     "api_server_count": "--api-server-count",
     "kv_role": "kv_producer | kv_consumer | kv_both",
+    "kv_connector": "the KV connector vLLM created (NixlConnector, NixlPullConnector, ExampleConnector, ...)",
+    "nixl": "its KV connector is NIXL's, which logs each interval's transfers (bool)",
     "block_size": "KV block size, tokens",
     "async_scheduling": "--async-scheduling (bool)",
     "enable_prefix_caching": "prefix caching on (bool)",
@@ -101,10 +103,12 @@ STORED_EVENT_KINDS = (
     "init_time", "role_hint",
     # Dynamo: what each process says it is, and what the frontend saw of its backends.
     "dynamo_process", "kv_connector", "worker_set", "backend_error", "request_failed", "request_error",
-    "status_server_failed", "request_plane_error",
+    "status_server_failed", "request_plane_error", "server_ready",
+    # a traceback logged at ERROR or with no level (vLLM logs harmless ones as warnings at start-up)
+    "error_traceback",
     # pdwatch's own (model.frontend_losses): a frontend's line put on the worker it lost, a worker's
     # broken connection put on the frontend that went silent, an endpoint's first line after it.
-    "lost_by_frontend", "frontend_lost", "seen_again",
+    "lost_by_frontend", "frontend_lost", "seen_again", "server_ready", "error_traceback",
 )
 
 DEFAULT_STATS_INTERVAL_S = 10.0  # vLLM's VLLM_LOG_STATS_INTERVAL default

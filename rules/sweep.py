@@ -317,7 +317,12 @@ class SweepCtx(Ctx):
             grid = self.sweep.grid("endpoint", tset)
             if not grid.lay.n:
                 return np.full(self.n, float(_DEFAULT_IV_US))
-            return grid.interval_us().reshape(len(tset), grid.lay.n).min(axis=1)[where]
+            per_ep = grid.interval_us().reshape(len(tset), grid.lay.n)
+            # the finest serving endpoint's, as the step engine's (rules.context)
+            serving = np.array([e.role != "frontend" for e in grid.lay.view.endpoints], dtype=bool)
+            if serving.any():
+                per_ep = per_ep[:, serving]
+            return per_ep.min(axis=1)[where]
         fact = self.fact("stats_interval_s")
         if fact.dtype == object:
             fact = np.array([v if isinstance(v, (int, float)) else NAN for v in fact], dtype=np.float64)

@@ -296,6 +296,7 @@ class DeploymentModel:
             self._learn_dynamo(endpoint, event.values)
         elif event.kind == "kv_connector":
             endpoint.facts["kv_connector"] = event.values.get("name") or endpoint.facts.get("kv_connector")
+            endpoint.facts["nixl"] = "Nixl" in str(endpoint.facts["kv_connector"])
             if endpoint.role_from == "dynamo" and endpoint.role == "aggregated":
                 self._infer_role(endpoint, "decode", "dynamo", override=True)
         return endpoint

@@ -102,16 +102,19 @@ def attribute(series: dict, endpoints: dict, state: Attribution, now: pd.Timesta
     name -> Endpoint (role, facts); ``now``: the newest time the store has seen (how long a
     silence has lasted when a process's next line has not come)."""
     present = {name: ep for name, ep in endpoints.items() if name in series}
+    grew: set[str] = set()  # endpoints with new event rows since the last call
     for name, ep in present.items():
         events = series[name].events
         start = state.seen_rows.get(name, 0)
         if len(events) > start:
             state.pending += _losses_of(events.iloc[start:], ep.role)
             state.seen_rows[name] = len(events)
+            grew.add(name)
     out: dict[str, list[tuple]] = {}
-    if not state.pending and not state.gone and not any(ep.role == "frontend" for ep in present.values()):
-        return out
-    activity = {name: _activity(series[name]) for name in present}
+    restarted = [name for name in grew if present[name].role == "frontend"]
+    if not state.pending and not state.gone and not restarted:
+        return out  # the usual live tick: nothing to decide, nothing computed
+    activity = _Lazy(series)
     intervals = [ep.facts.get("stats_interval_s") for ep in present.values()
                  if ep.role != "frontend" and ep.facts.get("stats_interval_s")]
     fallback = min(intervals) if intervals else DEFAULT_INTERVAL_S
@@ -130,11 +133,25 @@ def attribute(series: dict, endpoints: dict, state: Attribution, now: pd.Timesta
         if waiting:
             undecided.append(loss)
     state.pending = undecided
-    for name, ep in present.items():
-        if ep.role == "frontend":
-            _restarts(name, series[name].events, activity[name], state, out)
+    for name in restarted:
+        _restarts(name, series[name].events, activity[name], state, out)
     _back(activity, state, out)
     return out
+
+
+class _Lazy(dict):
+    """Each process's activity, computed the first time it is asked for in a call."""
+
+    def __init__(self, series: dict) -> None:
+        super().__init__()
+        self.series = series
+
+    def __missing__(self, name: str) -> "_Activity":
+        got = self[name] = _activity(self.series[name])
+        return got
+
+    def get(self, name: str, default=None):  # type: ignore[override]
+        return self[name] if name in self.series else default
 
 
 def _add(out: dict, state: Attribution, name: str, ts: pd.Timestamp, kind: str, source: str, line_no: int,

@@ -141,7 +141,13 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
                 if per_second[second] > KEPT_PER_SECOND:
                     continue
             line_no = event.end_line_no if kind == "traceback" and event.end_line_no else event.line_no
-            kept.append((event.ts, engine, kind, event.source, line_no, event.text, _reason(event)))
+            # A line without a time of its own (a Python traceback) happened when the line before
+            # it did: so it counts, and is quoted, at that time rather than at no time at all.
+            when = event.ts if event.ts is not None else part.last_ts
+            kept.append((when, engine, kind, event.source, line_no, event.text, _reason(event)))
+            if kind == "traceback" and event.level not in ("WARNING", "INFO", "DEBUG"):
+                # an error's traceback, not one of the warnings vLLM prints while it starts
+                kept.append((when, engine, "error_traceback", event.source, line_no, event.text, None))
             continue
         engine = event.engine
         if engine is not None:

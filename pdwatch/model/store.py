@@ -192,10 +192,9 @@ class Store:
             return 0
         busy = rows & (frame["running"] > 0)
         full = busy & (frame["kv_usage_pct"] >= 80)
-        share = full if full.any() else busy
+        share = full if full.any() else busy if busy.any() else rows  # the count is never dropped
         frame.loc[rows, field] = 0.0
-        if share.any():
-            frame.loc[share, field] = total / int(share.sum())
+        frame.loc[share, field] = total / int(share.sum())
         return int(rows.sum())
 
     def stats(self, name: str) -> pd.DataFrame:

@@ -121,7 +121,7 @@ def field_rules(o: ExportOptions) -> list[tuple[str, str, str]]:
     """(record name, PromQL, level) of each stats field pdwatch maps from /metrics, and the universes."""
     e, p = _by(o.engine_labels), _by(o.endpoint_labels)
     r = duration(3 * o.interval_s)  # irate's range: the last two scrapes, one missed scrape allowed
-    kv_now, kv_old = KV_USAGE
+    kv_now, kv_old = KV_USAGE[:2]  # vLLM's; a Dynamo worker's own gauge is read by the log path only
     out = [
         (ENGINES, f"group by ({e}) ({RUNNING})", "engine"),
         (ENDPOINTS, f'group by ({p}) ({ENGINES}) or label_replace(group by ({p}) ({dynamo.INFLIGHT}), '
@@ -455,10 +455,16 @@ class Translator:
     def call(self, node: Call, ctx: Ctx) -> V:
         name = node.name
         fn = node.fn
-        if fn is not None and fn.kind == "window" and name not in ("count_events", "count_matching"):
+        if fn is not None and fn.kind == "window" and name not in ("count_events", "count_matching", "top_reason"):
             return self.window(node, ctx)
         if name in ("count_events", "count_matching"):
             return C(0.0)  # log events: Prometheus has none
+        if name == "top_reason":
+            return C(None)  # the same: no log event, no reason
+        if name == "episode":
+            # An alert's annotations are evaluated anew at each evaluation, with no memory of
+            # when it began: a window of greatest(episode(), W) is W there.
+            return C(0.0)
         if name == "fact":
             fact = node.args[0].value  # type: ignore[attr-defined]
             if fact == "stats_interval_s":
@@ -513,6 +519,8 @@ class Translator:
             raise Untranslatable(f"{name}() outside a comparison with a name")
         if name in ("since_last", "since_first"):
             raise Untranslatable(f"{name}() (the time since a stats line)")
+        if name == "since_event":
+            raise Untranslatable("since_event() (the time since a log event)")
         raise Untranslatable(f"{name}()")
 
     def _has_fact_num(self, node: Call, ctx: Ctx) -> V:

@@ -64,6 +64,13 @@ V = deployment()
     ("count_events('nixl_failure', 5s)", [0, 0, 0], [1, 0]),
     ("count_events('oom')", [0, 0, 0], [1, 0]),
     ("count_events('oom', 1h)", [0, 0, 0], [0, 0]),
+    # the newest event of a kind: kv_expired at 15 s (engine 0) and 35 s (engine 1); none on p
+    ("since_event('kv_expired')", [25, 5, None], [5, None]),
+    ("coalesce(since_event('nixl_failure'), -1)", [-1, -1, -1], [2, -1]),
+    # its events' reasons, commonest first (these have none)
+    ("top_reason('kv_expired')", ["none logged"] * 3, ["none logged"] * 2),
+    # outside a finding's texts there is no episode: unknown
+    ("episode()", [None, None, None], [None, None]),
     ("count_matching('kv_expired', '^$', 20s)", [0, 1, 0], [1, 0]),  # the events' text is ""
     ("count_matching('oom', '^$')", [0, 0, 0], [1, 0]),
     ("count_matching('kv_expired', 'x')", [0, 0, 0], [0, 0]),
