@@ -218,8 +218,15 @@ def _activity(s) -> _Activity:
     stats, events = s.stats, s.events
     empty = np.empty(0, np.int64)
     own = events[~events["kind"].isin(DERIVED)] if not events.empty else events
-    seen = np.sort(np.concatenate([_ns(stats["ts"]) if not stats.empty else empty,
-                                   _ns(own["ts"]) if not own.empty else empty]))
+    rows = empty
+    if not stats.empty:
+        stamped = pd.to_datetime(stats["ts"], utc=True)
+        # A frontend's request row stands for the responses of the second before its time: that
+        # second's start is when it was last seen to be alive (a stats line's own time is its line's).
+        per_second = stats["requests_ok"].notna() if "requests_ok" in stats else False
+        rows = np.sort((stamped - pd.to_timedelta(np.where(per_second, 1.0, 0.0), unit="s"))
+                       .dropna().to_numpy(dtype="datetime64[ns]").astype(np.int64))
+    seen = np.sort(np.concatenate([rows, _ns(own["ts"]) if not own.empty else empty]))
     if stats.empty:
         stats_ts, busy = empty, np.empty(0)
     else:

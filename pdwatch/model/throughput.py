@@ -160,7 +160,8 @@ def headline(endpoints: list[Endpoint], stats: dict[str, pd.DataFrame]) -> Headl
     window = steady_window(bucketed(frames, bucket))
     serving = [ep for ep, _ in frames.values()]
     devices = {str(ep.facts.get("kv_device") or "").upper() for ep in serving}
-    on_cpu = bool(serving) and devices == {"CPU"}
+    # GPUs declared in a topology file are the operator's word: they are counted whatever the logs say
+    on_cpu = bool(serving) and devices == {"CPU"} and all(ep.declared_gpus is None for ep in serving)
     gpus = [ep.gpus for ep in serving]
     total_gpus = sum(g for g in gpus if g) if serving and all(gpus) and not on_cpu else None
     inferred = any(ep.gpus_inferred for ep in serving) and not on_cpu

@@ -68,7 +68,9 @@ def test_store_frames_and_facts_from_a_real_log(tmp_path):
     assert set(store.events(endpoint.name)["kind"]) >= {"shutdown", "traceback", "engine_dead"}
     result = headline_of(store)
     assert result.start.strftime("%H:%M:%S") >= "09:01:38"  # the high phase, not the idle or low one
-    assert result.gpus == 1 and not result.gpus_inferred  # the engine-config line prints TP and DP
+    # vLLM's CPU backend: no GPU to divide by, tokens/s per worker instead (never an invented GPU)
+    assert result.device == "CPU" and result.gpus is None and result.tps_per_gpu is None and not result.gpus_inferred
+    assert result.workers == 1 and result.tps_per_worker == pytest.approx(result.total_tps)
 
 
 def test_an_oscillating_plateau_is_one_plateau(tmp_path):

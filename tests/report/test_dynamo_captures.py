@@ -171,11 +171,13 @@ def test_the_headline_from_the_logs_alone(name, tmp_path):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_replay_fires_what_the_report_found(name):
-    """The same findings, at the same times (within one evaluation step), on the replay's clock."""
+    """The same findings on the replay's clock, within 10 s of the report's: a replay evaluates on
+    its own grid (an endpoint with no stats line at vLLM's default interval, 10 s) and reads the
+    logs only (the recorded /metrics, whose preemptions the report adds, are skipped there)."""
     fired = {(e["rule"], e["endpoint"]): epoch(e["start"] if "start" in e else e.get("at"))
              for e in replay(name) if e.get("state", e.get("event")) in ("firing", "FIRING")}
     for w in EXPECTED["captures"][name]["expect"]:
         key = (w["rule"], w["endpoint"])
         assert key in fired, f"replay never fired {key}: {sorted(fired)}"
         reported = min(epoch(f["start"]) for f in report(name)["findings"] if (f["rule"], f["endpoint"]) == key)
-        assert abs(fired[key] - reported) <= 2.5, (key, fired[key], reported)
+        assert abs(fired[key] - reported) <= 10.0, (key, fired[key], reported)
