@@ -238,6 +238,9 @@ def _reason(event: Event) -> Any:
         return str(values.get("status"))
     if kind == "request_error":
         return values.get("error_type")
+    if kind == "kv_transfer":  # "transfers:failed:avg ms" of the interval (model.kv_transfers sums them)
+        m = values.get("metrics") or {}
+        return f"{m.get('num_successful_transfers', '')}:{m.get('num_failed_transfers', '')}:{m.get('avg_xfer_time_ms', '')}"
     return values.get("reason")
 
 

@@ -87,8 +87,8 @@ class Store:
             series.stats_new.append(part.stats)
         while self.model.absorbed:  # a log claimed an endpoint made of its URL: one endpoint, one series
             self._absorb(*self.model.absorbed.pop(0))
-        if part.last_ts is not None:
-            series.last_ts = part.last_ts
+        if part.last_ts is not None and (series.last_ts is None or part.last_ts > series.last_ts):
+            series.last_ts = part.last_ts  # the newest: a file's recorded scrapes come after its log
 
     def _absorb(self, old: str, into: str) -> None:
         gone = self._series.pop(old, None)
