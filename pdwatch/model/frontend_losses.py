@@ -14,7 +14,8 @@ come first). The first line of a lost process after its loss is a ``seen_again``
 Which process: one of the role the line names (a worker set's mode; the prefill router's errors
 name prefill) or of any serving role, seen shortly before the line, that then stayed silent
 across it for 1.5 stats intervals (a live worker prints a stats line every interval while it has
-work; a live frontend at INFO logs every request). A broken stream needs work on the worker, so
+work; a live frontend at INFO logs every request), and wrote no line of any kind after it (live,
+a worker's request lines are read though not kept). A broken stream needs work on the worker, so
 a worker whose last stats line showed none is not a candidate for one. A process whose stop
 somebody asked for is never lost. A line not yet decided (the silence is still shorter than 1.5
 intervals) is looked at again at the next flush: live, the decision comes 1.5 intervals after
@@ -207,6 +208,7 @@ class _Activity:
     busy: np.ndarray  # per stats row: requests or tokens in its interval
     stops: np.ndarray  # times of stops somebody asked for
     starts: np.ndarray  # times it said it was starting
+    newest: int | None = None  # time (ns) of its newest line of any kind, kept or not (a request line)
 
 
 def _ns(values: pd.Series) -> np.ndarray:
@@ -239,7 +241,8 @@ def _activity(s) -> _Activity:
         busy = np.asarray(work, dtype=np.float64)
     stops = _ns(own.loc[own["kind"] == "stop_requested", "ts"]) if not own.empty else empty
     starts = _ns(own.loc[own["kind"] == "dynamo_process", "ts"]) if not own.empty else empty
-    return _Activity(seen, stats_ts, busy, stops, starts)
+    newest = pd.Timestamp(s.last_ts).value if getattr(s, "last_ts", None) is not None else None
+    return _Activity(seen, stats_ts, busy, stops, starts, newest)
 
 
 def _lost(loss: Loss, act: _Activity, interval_s: float, now: pd.Timestamp | None) -> bool | None:
@@ -260,6 +263,8 @@ def _lost(loss: Loss, act: _Activity, interval_s: float, now: pd.Timestamp | Non
     needed = SILENCE_INTERVALS * interval_s * 1e9
     if before < len(act.seen):
         return int(act.seen[before]) - prev >= needed
+    if act.newest is not None and act.newest > t:
+        return False  # it wrote after the line (a request line, which the store does not keep): alive
     if now is None:
         return None
     return True if now.value - prev >= needed else None

@@ -8,7 +8,8 @@ Metrics (label values come from file names and logs: they are data, escaped by p
   ``{endpoint,role,engine}``: each engine's latest value.
 - ``pdwatch_deployment_tps_per_gpu``: counted tokens/s (prefill: prompt, decode: generation,
   aggregated/unknown: both, as in ``pdwatch.model.throughput``) per GPU, latest values; absent when a
-  GPU count is unknown, unless ``update(tps_per_gpu=...)`` gives it (e.g. the report's headline).
+  GPU count is unknown or the workers run on vLLM's CPU backend (no GPU), unless ``update(tps_per_gpu=...)``
+  gives it (e.g. the report's headline).
 - ``pdwatch_source_up{source}``: 1/0 per source given to ``update(sources_up=...)``
   (e.g. ``{url: s.up for url, s in MetricsScraper.status.items()}``).
 - ``pdwatch_finding_active{rule,endpoint,severity}``: 1 per active finding (``rules.Finding`` with
@@ -67,6 +68,7 @@ def snapshot(store: Store, findings: Iterable[Any] = (), *, sources_up: Mapping[
     """The plain-data view the exporter serves (call in the thread that owns ``store``)."""
     snap = Snapshot(sources_up=dict(sources_up or {}))
     counted_total, gpus_total, gpus_known = 0.0, 0, True
+    endpoints = {e.name: e for e in store.endpoints()}
     for ep in store.view().endpoints:
         stats = ep.stats
         per_kind = {"prompt": None, "generation": None}
@@ -89,10 +91,13 @@ def snapshot(store: Store, findings: Iterable[Any] = (), *, sources_up: Mapping[
                 snap.endpoint_tps.append((ep.name, ep.role, kind, value))
         if ep.role in COUNTED:
             counted_total += counted
-            if ep.gpus:
+            model = endpoints.get(ep.name)
+            on_cpu = model is not None and str(model.facts.get("kv_device") or "").upper() == "CPU" \
+                and model.declared_gpus is None
+            if ep.gpus and not on_cpu:
                 gpus_total += ep.gpus
             else:
-                gpus_known = False
+                gpus_known = False  # vLLM's CPU backend has no GPU to divide by: no TPS/GPU at all
     if tps_per_gpu is not None:
         snap.tps_per_gpu = _finite(tps_per_gpu)
     elif gpus_known and gpus_total:

@@ -147,3 +147,13 @@ def test_a_frontend_stopped_then_started_is_no_death():
     again = [event("dynamo_process", "fe.log", 15, process="frontend", stage="start", port=8000)]
     store = store_of(FRONTEND, stop, again)
     assert derived(store, "fe", "frontend_lost") == []
+
+
+def test_a_worker_writing_request_lines_is_alive_though_its_stats_line_is_late():
+    # Live, a worker's request lines are read but not kept: a stats line late on a busy machine
+    # does not make a worker that still writes lost.
+    requests = [Event("request_completed", "w.log", 300 + k, at(20.8 + k), None, "INFO", {"status": None})
+                for k in range(5)]
+    store = store_of(FRONTEND, WORKER_START, worker_lines(20), broken_stream(20.5), requests,
+                     [event("frontend_response", "fe.log", 26, status=200, inference=True)])
+    assert derived(store, "w", "lost_by_frontend") == []

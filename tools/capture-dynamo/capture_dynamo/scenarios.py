@@ -149,6 +149,25 @@ SCENARIOS: tuple[Scenario, ...] = (
                                                   prompt_len=(32, 64), max_tokens=(16, 32)),
          Phase("idle2", "idle", seconds=4))),
     Scenario(
+        "agg_two_workers_one_killed",
+        "Two aggregated workers behind a frontend that may move a request to another worker "
+        "(--migration-limit 3); one worker is killed with SIGKILL 10 s into the high phase, the other "
+        "stays up and takes the load.",
+        (Proc("frontend", "frontend", args=("--migration-limit", "3")),
+         Proc("worker0", args=("--max-num-seqs", "16"), cpu="0"),
+         Proc("worker1", args=("--max-num-seqs", "16"), cpu="1")),
+        (IDLE, LOW, Phase("high", "closed", seconds=30, concurrency=8, prompt_len=(256, 512),
+                          max_tokens=(128, 256), stream=False), IDLE_END),
+        actions=(Action("kill", "worker1", "high", 10.0),)),
+    Scenario(
+        "agg_worker_killed_warn",
+        "The aggregated worker killed with SIGKILL under load, every process at DYN_LOG=warn (what operators "
+        "set to tame Dynamo's logs): the frontend logs failures only.",
+        (FRONTEND, Proc("worker", args=("--max-num-seqs", "32"))),
+        (IDLE, LOW, Phase("high", "closed", seconds=25, concurrency=8, prompt_len=(256, 512),
+                          max_tokens=(128, 256), stream=False), AFTER, IDLE_END),
+        actions=(Action("kill", "worker", "high", 10.0),), env=(("DYN_LOG", "warn"),)),
+    Scenario(
         "disagg_nixl_port_in_use",
         "A prefill/decode job whose prefill worker is given the decode worker's NIXL side-channel port "
         "(VLLM_NIXL_SIDE_CHANNEL_PORT): two workers of one node started with the same port. Whichever binds it "
