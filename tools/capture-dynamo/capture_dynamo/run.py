@@ -139,7 +139,7 @@ class DynamoCapture:
         self.timeline.add(f"{'restarted' if append else 'started'} {name} (pid {server.proc.pid})",
                           process=name, pid=server.proc.pid, event="restart" if append else "start")
 
-    def _write_model(self) -> None:
+    def write_model(self) -> None:
         self.model.mkdir(parents=True)
         shutil.copy(CONFIG, self.model / "config.json")
         subprocess.run([str(self.venv / "bin" / "python"), str(Path(__file__).with_name("word_tokenizer.py")),
@@ -159,11 +159,11 @@ class DynamoCapture:
             time.sleep(1.0)  # a readiness probe's pace; each 503 it gets is an ERROR line in the worker's log
         return "timeout"
 
-    def _model_listed(self) -> bool:
+    def model_listed(self) -> bool:
         status, body = get(self.http_port, "/v1/models", timeout_s=2.0)
         return status == 200 and SERVED.encode() in body
 
-    def _health(self, name: str) -> bool:
+    def health(self, name: str) -> bool:
         return get(self.system_ports[name], "/health", timeout_s=2.0)[0] == 200
 
     def _bring_up(self) -> bool:
@@ -178,7 +178,7 @@ class DynamoCapture:
         ready = True
         for proc in workers:
             if proc.must_be_ready:
-                got = self._wait(lambda name=proc.name: self._health(name), 300, [proc.name])
+                got = self._wait(lambda name=proc.name: self.health(name), 300, [proc.name])
                 if got != "ready":
                     raise RuntimeError(f"{proc.name} never became ready ({got})")
                 self.timeline.add(f"{proc.name} /health answers 200", process=proc.name, event="healthy")
@@ -186,7 +186,7 @@ class DynamoCapture:
                 # A worker expected to fail: given 2 minutes to come up or go (its /health may be no
                 # worker's at all when its port is taken, so the model being listed is the test).
                 shares_port = self.system_ports[proc.name] == self.http_port
-                test = self._model_listed if shares_port else (lambda name=proc.name: self._health(name))
+                test = self.model_listed if shares_port else (lambda name=proc.name: self.health(name))
                 got = self._wait(test, 120, [proc.name])
                 code = self.servers[proc.name].proc.poll()
                 said = {"ready": "came up anyway (" + ("the model listed" if shares_port else "/health 200") + ")",
@@ -196,7 +196,7 @@ class DynamoCapture:
                                   process=proc.name, event="not_ready", outcome=got, code=code)
                 ready = ready and got == "ready"
         if ready or any(p.kind == "worker" and p.must_be_ready for p in self.scenario.procs):
-            got = self._wait(self._model_listed, 60, ["frontend"])
+            got = self._wait(self.model_listed, 60, ["frontend"])
             if got != "ready":
                 raise RuntimeError(f"the frontend never listed {SERVED} ({got})")
             if len(workers) > 1:
@@ -236,7 +236,7 @@ class DynamoCapture:
                            **{n: p for n, p in self.system_ports.items() if p != self.http_port}},
                           lambda: self.phase)
         try:
-            self._write_model()
+            self.write_model()
             ready = self._bring_up()
             scraper.start()
             done: set = set()
