@@ -24,12 +24,13 @@ from pdwatch.parsers import Event
 from pdwatch.rules import Finding
 
 from . import triage
-from .snapshot import (EndpointDetail, EndpointRow, EndpointSeries, EngineRow, Evidence, FindingRow, Headline,
-                       StartupFacts)
+from .snapshot import (EndpointDetail, EndpointRow, EndpointSeries, EngineRow, Evidence, FindingRow,
+                       FrontendSummary, Headline, StartupFacts)
 
 STALE_INTERVALS = 3  # an endpoint silent for more than 3 stats intervals is stale
 DEFAULT_INTERVAL_S = 10.0
 HISTORY_POINTS = 40
+FRONTEND_WINDOW_S = 60.0  # the frontend strip's figures: the last minute, the requests_failing rule's window
 
 
 class SnapshotBuilder:
@@ -40,6 +41,9 @@ class SnapshotBuilder:
         self._args_by_source: dict[str, dict[str, Any]] = {}  # the non-default args line of each file
         self._graph_gib: dict[tuple[str, int | None], float] = {}  # measured CUDA-graph pool per engine
         self.rule_fields: dict[str, tuple[str, ...]] = {}  # each rule's stats fields (its evidence's highlights)
+        # each frontend's summary, for one store generation and one second of the clock (an idle watch's
+        # clock moves on every tick: a second's figures are computed once)
+        self._frontends: dict[str, tuple[tuple, FrontendSummary | None]] = {}
 
     def reset(self, store: Store) -> None:
         """A rebuilt store (a backwards seek): nothing derived from the old one is kept."""
@@ -85,7 +89,18 @@ class SnapshotBuilder:
             silent = (clock - last_seen).total_seconds()
             if silent > STALE_INTERVALS * row.interval_s:
                 stale = silent
-        return row if stale is None else replace(row, stale_for_s=stale)
+        summary = self._frontend_summary(ep.name, clock) if ep.role == "frontend" else None
+        if stale is None and summary is None:
+            return row
+        return replace(row, stale_for_s=stale, frontend_summary=summary)
+
+    def _frontend_summary(self, name: str, clock: pd.Timestamp | None) -> FrontendSummary | None:
+        key = (self.generation, None if clock is None else clock.floor("s"))
+        held = self._frontends.get(name)
+        if held is None or held[0] != key:
+            held = self._frontends[name] = (key, frontend_summary(self.store.stats(name), self.store.events(name),
+                                                                  clock))
+        return held[1]
 
     def _endpoint_row_of_store(self, ep: Any) -> EndpointRow:
         stats = self.store.stats(ep.name)
@@ -95,7 +110,8 @@ class SnapshotBuilder:
         history: tuple[float, ...] = ()
         if not stats.empty:
             engines = latest_engine_rows(stats, interval)
-            history = counted_history(stats, ep.role, interval, complete_only=True)
+            if ep.role != "frontend":  # a frontend's rows are requests and latencies, not tokens
+                history = counted_history(stats, ep.role, interval, complete_only=True)
         kv = [e.kv_usage_pct for e in engines if e.kv_usage_pct is not None]
         return EndpointRow(
             name=ep.name, role=ep.role, engines=tuple(sorted(ep.engines)), gpus=ep.gpus,
@@ -104,7 +120,8 @@ class SnapshotBuilder:
             kv_usage_pct=sum(kv) / len(kv) if kv else None,
             last_seen=to_datetime(last_seen), stale_for_s=None,
             interval_s=interval, history=history, engine_rows=tuple(engines), sources=tuple(ep.sources),
-            stats_silence=ep.stats_silence, frontend=_frontend_figures(stats) if ep.role == "frontend" else ())
+            stats_silence=ep.stats_silence, frontend=_frontend_figures(stats) if ep.role == "frontend" else (),
+            device=str(ep.facts.get("kv_device") or "").upper() or None)
 
     def _finding_row(self, f: Finding) -> FindingRow:
         fields = self.rule_fields.get(f.rule, ())
@@ -254,18 +271,26 @@ def _int_or_none(value: Any) -> int | None:
 
 def headline(rows: tuple[EndpointRow, ...]) -> Headline:
     serving = [r for r in rows if r.role in COUNTED]
+    # vLLM's CPU backend on every serving endpoint: tokens/s per worker, as the report's headline
+    # (pdwatch.model.throughput.headline), never a GPU count
+    on_cpu = bool(serving) and all(r.device == "CPU" for r in serving)
     if not serving or all(r.counted_tps is None for r in serving):
+        if on_cpu:
+            return Headline(None, None, None, None, None, "CPU", len(serving), None)
         gpus = [r.gpus for r in serving]
-        return Headline(None, None, None, None, sum(gpus) if gpus and all(gpus) else None)  # type: ignore[arg-type]
+        return Headline(None, None, None, None, sum(gpus) if gpus and all(gpus) else None,  # type: ignore[arg-type]
+                        workers=len(serving))
     prompt = gen = 0.0
     for r in serving:
         fields = COUNTED[r.role]
         prompt += (r.prompt_tps or 0.0) if "prompt_tps" in fields and r.stale_for_s is None else 0.0
         gen += (r.gen_tps or 0.0) if "gen_tps" in fields and r.stale_for_s is None else 0.0
+    total = prompt + gen
+    if on_cpu:
+        return Headline(total, prompt, gen, None, None, "CPU", len(serving), total / len(serving))
     gpus_list = [r.gpus for r in serving]
     gpus = sum(g for g in gpus_list if g) if all(gpus_list) else None
-    total = prompt + gen
-    return Headline(total, prompt, gen, total / gpus if gpus else None, gpus)
+    return Headline(total, prompt, gen, total / gpus if gpus else None, gpus, workers=len(serving))
 
 
 def as_float(value: Any) -> float | None:
@@ -292,6 +317,56 @@ def _frontend_figures(stats: pd.DataFrame) -> tuple[tuple[str, float], ...]:
             if len(values):
                 out.append((name, float(values.iloc[-1])))
     return tuple(out)
+
+
+_SCRAPED = ("ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s", "frontend_inflight", "frontend_queued")
+
+
+def frontend_summary(stats: pd.DataFrame, events: pd.DataFrame, clock: pd.Timestamp | None,
+                     window_s: float = FRONTEND_WINDOW_S) -> FrontendSummary | None:
+    """A frontend over the last ``window_s`` seconds up to ``clock`` (its newest row without one);
+    None when it has neither request nor /metrics rows (nothing to summarise).
+
+    Its request rows (one per second, stamped at the second's end) are summed; a window reaching
+    back before its first second is cut there, so a frontend that just started is not diluted."""
+    if stats.empty or not _any_known(stats, ("requests_ok", "requests_failed", *_SCRAPED)):
+        return None
+    end = clock if clock is not None else stats["ts"].iloc[-1]
+    start = max(end - pd.Timedelta(seconds=window_s), stats["ts"].iloc[0] - pd.Timedelta(seconds=1))
+    stamps = stats["ts"]
+    unit = stamps.dt.unit  # searchsorted refuses a time finer than the column's; on its grid, floored says the same
+    first, last = (int(stamps.searchsorted(t.floor(unit).as_unit(unit), side="right")) for t in (start, end))
+    rows = stats.iloc[first:last]
+    failed_lines = events[(events["ts"] > start) & (events["ts"] <= end)] if not events.empty else events
+
+    def newest(field: str) -> float | None:
+        known = rows[field].dropna()
+        return float(known.iloc[-1]) if len(known) else None
+
+    ok, failed, latency = rows["requests_ok"], rows["requests_failed"], rows["request_latency_s"]
+    weights = ok.where(latency.notna(), 0.0).fillna(0.0)
+    return FrontendSummary(
+        window_s=max((end - start).total_seconds(), 1.0),
+        requests_ok=int(ok.sum()), requests_failed=int(failed.sum()),
+        statuses=_commonest(failed_lines, "request_failed"), error_types=_commonest(failed_lines, "request_error"),
+        latency_s=float((latency.fillna(0.0) * weights).sum() / weights.sum()) if weights.sum() else None,
+        scraped=_any_known(stats, _SCRAPED),
+        ttft_s=newest("ttft_s"), ttft_p99_s=newest("ttft_p99_s"), itl_s=newest("itl_s"),
+        itl_p99_s=newest("itl_p99_s"), inflight=newest("frontend_inflight"), queued=newest("frontend_queued"))
+
+
+def _any_known(stats: pd.DataFrame, fields: tuple[str, ...]) -> bool:
+    """Whether a row has one of ``fields``: column by column, the first one known ends it (it runs
+    on every tick of a replay, on a frame of a row a second)."""
+    return any(not np.isnan(stats[f].to_numpy(dtype=np.float64)).all() for f in fields)
+
+
+def _commonest(events: pd.DataFrame, kind: str) -> tuple[str, ...]:
+    """The reasons of a kind's events (an HTTP status, an error type), commonest first."""
+    if events.empty:
+        return ()
+    counts = events.loc[events["kind"] == kind, "reason"].dropna().astype(str).value_counts()
+    return tuple(sorted(counts.index, key=lambda r: (-counts[r], r)))
 
 
 def _sum(values: Any) -> float | None:

@@ -26,6 +26,11 @@ class Headline:
     gen_tps: float | None
     tps_per_gpu: float | None
     gpus: int | None
+    # "CPU" when every serving endpoint runs vLLM's CPU backend: no GPU to divide by, tokens/s per
+    # worker instead (tps_per_gpu and gpus are then None), as the report's headline
+    device: str | None = None
+    workers: int = 0  # serving endpoints
+    tps_per_worker: float | None = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,35 @@ class EngineRow:
     waiting: float | None
     kv_usage_pct: float | None
     last_ts: datetime | None
+
+
+@dataclass(frozen=True)
+class FrontendSummary:
+    """A Dynamo frontend as its users saw it over the last ``window_s`` seconds up to the clock: its
+    log's inference responses (counted per second) and, when its /metrics is scraped, the newest
+    figures of it in that window (a latency needs a request to have ended in a scrape interval)."""
+    window_s: float
+    requests_ok: int = 0
+    requests_failed: int = 0
+    statuses: tuple[str, ...] = ()  # HTTP statuses of the failed requests, commonest first (of the lines kept)
+    error_types: tuple[str, ...] = ()  # Dynamo's error types of the failed requests, commonest first
+    latency_s: float | None = None  # mean latency of the successful requests (its log)
+    scraped: bool = False  # its /metrics has been read (else the figures below are unknown, not zero)
+    ttft_s: float | None = None
+    ttft_p99_s: float | None = None
+    itl_s: float | None = None
+    itl_p99_s: float | None = None
+    inflight: float | None = None
+    queued: float | None = None
+
+    @property
+    def requests_per_s(self) -> float:
+        return (self.requests_ok + self.requests_failed) / self.window_s if self.window_s > 0 else 0.0
+
+    @property
+    def failed_pct(self) -> float | None:
+        answered = self.requests_ok + self.requests_failed
+        return 100.0 * self.requests_failed / answered if answered else None
 
 
 @dataclass(frozen=True)
@@ -58,6 +92,9 @@ class EndpointRow:
     sources: tuple[str, ...]
     stats_silence: str | None = None  # why it prints no stats lines, when its start-up lines say
     frontend: tuple[tuple[str, float], ...] = ()  # a Dynamo frontend's latest /metrics figures (ttft_s, ...)
+    device: str | None = None  # where its KV cache is: "CPU" on vLLM's CPU backend (start-up lines), else unknown
+    # a Dynamo frontend with request or /metrics rows: what the dashboard's frontend strip shows of it
+    frontend_summary: FrontendSummary | None = None
 
     @property
     def counted_tps(self) -> float | None:

@@ -141,3 +141,26 @@ def test_a_report_file_gets_the_mode_the_umask_gives(tmp_path, umask, mode):
                              sys.executable, str(CPU_LOGS / "s2_seqs4.log"), str(out)], capture_output=True)
     assert result.returncode == 0, result.stderr
     assert out.stat().st_mode & 0o777 == mode
+
+
+def test_a_report_into_a_pipe_or_device_writes_into_it_and_leaves_it_in_place(tmp_path):
+    """`-o /dev/stdout`, `-o /dev/null`, a named pipe: written into, never replaced by a file (the
+    atomic rename over /dev/null once left a regular file in its place, as root)."""
+    import os
+    import stat
+    import threading
+
+    from pdwatch.views.report.output import write_atomically
+
+    fifo = tmp_path / "report.pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    write_atomically(str(fifo), "# pdwatch report\n", [])
+    reader.join(10)
+    assert got == ["# pdwatch report\n"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["report.pipe"]  # no temp file left beside it
+    write_atomically("/dev/null", "# pdwatch report\n", [])
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)

@@ -17,12 +17,16 @@ from pdwatch.capacity import view as capacity_view
 from pdwatch.session import triage
 from pdwatch.session.analysis import Analysis
 from pdwatch.model.store import Store
+from pdwatch.model.throughput import Headline
 from pdwatch.rules import Finding
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 SUMMARY_FIELDS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct")
 FRONTEND_FIELDS = ("request_rate", "frontend_inflight", "frontend_queued", "ttft_s", "itl_s", "isl_tokens",
                    "osl_tokens")
+# A Dynamo frontend's rows: those of its /metrics scrapes, and its log's inference responses counted per second.
+SCRAPED_FIELDS = (*FRONTEND_FIELDS, "ttft_p99_s", "itl_p99_s")
+REQUEST_FIELDS = ("requests_ok", "requests_failed")
 KEY_ARGS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "data_parallel_size",
             "tensor_parallel_size", "api_server_count", "kv_role", "kv_connector", "max_capture_size",
             "num_speculative_tokens", "block_size", "async_scheduling", "enable_prefix_caching", "max_model_len")
@@ -106,22 +110,117 @@ def _endpoint_summary(store: Store, name: str, analysis: Analysis) -> dict[str, 
         values = totals[field].dropna() if totals is not None else pd.Series(dtype="float64")
         out[field] = ({"p50": _num(float(np.percentile(values, 50))), "p95": _num(float(np.percentile(values, 95)))}
                       if len(values) else {"p50": None, "p95": None})
-    out["frontend"] = _frontend_summary(stats)
+    out["frontend"] = _frontend_summary(store, name, stats, h)
     if out["frontend"] is not None:
-        out["no_stats"] = None  # a Dynamo frontend's /metrics rows: its figures are the frontend ones
+        out["no_stats"] = None  # a Dynamo frontend's rows (requests, /metrics): its figures are the frontend ones
     return out
 
 
-def _frontend_summary(stats: pd.DataFrame) -> dict[str, Any] | None:
-    """A Dynamo frontend's user-facing figures over the steady state (p50 / p95), from its /metrics."""
-    if stats.empty or not any(f in stats.columns and stats[f].notna().any() for f in FRONTEND_FIELDS):
+def _frontend_summary(store: Store, name: str, steady_stats: pd.DataFrame,
+                      h: Headline) -> dict[str, Any] | None:
+    """A Dynamo frontend as its users saw it, or None when it has no request or /metrics rows.
+
+    The p50 / p95 of its /metrics figures over the steady state (``steady_stats``: the rows in the
+    headline's window), and its figures over the run and over that window (``_frontend_period``)."""
+    stats = store.stats(name)
+    if not _has_any(stats, (*SCRAPED_FIELDS, *REQUEST_FIELDS)):
         return None
     out: dict[str, Any] = {}
     for field in FRONTEND_FIELDS:
-        values = stats[field].dropna() if field in stats.columns else pd.Series(dtype="float64")
+        values = steady_stats[field].dropna() if field in steady_stats.columns else pd.Series(dtype="float64")
         out[field] = ({"p50": _num(float(np.percentile(values, 50))), "p95": _num(float(np.percentile(values, 95)))}
                       if len(values) else {"p50": None, "p95": None})
+    events = store.events(name)
+    out["scraped"] = _has_any(stats, SCRAPED_FIELDS)
+    out["run"] = _frontend_period(stats, events, *_request_span(stats))
+    # the headline's window as an interval [start, end): its end is the last microsecond in it
+    out["steady"] = (_frontend_period(stats, events, h.start, h.end + pd.Timedelta(microseconds=1))
+                     if h.start is not None else None)
     return out
+
+
+def _has_any(stats: pd.DataFrame, fields: tuple[str, ...]) -> bool:
+    return not stats.empty and bool(stats[[f for f in fields if f in stats.columns]].notna().to_numpy().any())
+
+
+def _request_span(stats: pd.DataFrame) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The run of a frontend: from the start of its first second with an inference response to the end
+    of its last (a request row is stamped at the end of its second); without any, all its rows."""
+    answered = stats[stats["requests_ok"].notna() | stats["requests_failed"].notna()]
+    rows = answered if not answered.empty else stats
+    return rows["ts"].iloc[0] - pd.Timedelta(seconds=1), rows["ts"].iloc[-1]
+
+
+def _frontend_period(stats: pd.DataFrame, events: pd.DataFrame, start: pd.Timestamp,
+                     end: pd.Timestamp) -> dict[str, Any]:
+    """What a frontend's users got in [start, end): requests from its log's rows (ok, failed, their
+    rate and mean latency), the failed ones by HTTP status and by Dynamo error type (its kept
+    lines), and from its /metrics the TTFT and ITL (mean of the scrape intervals' means, and the
+    highest p99 of a scrape interval), in flight and queued (mean and max); None where not known."""
+    rows = stats[(stats["ts"] > start) & (stats["ts"] <= end)]  # a row describes the time before it
+    seconds = (end - start).total_seconds()
+    ok, failed = (rows[f].sum() if rows[f].notna().any() else None for f in REQUEST_FIELDS)
+    answered = None if ok is None and failed is None else (ok or 0.0) + (failed or 0.0)
+    weights = rows["requests_ok"].where(rows["request_latency_s"].notna(), 0.0).fillna(0.0)
+    latency = (rows["request_latency_s"].fillna(0.0) * weights).sum() / weights.sum() if weights.sum() else None
+    dated = events[(events["ts"] >= start) & (events["ts"] < end)]
+    return {
+        # its last microsecond, as the headline's window ends (16:24:01.999999: "to 16:24:01")
+        "start": _iso(start), "end": _iso(end - pd.Timedelta(microseconds=1)), "seconds": _num(seconds),
+        "requests_ok": None if answered is None else int(ok or 0),
+        "requests_failed": None if answered is None else int(failed or 0),
+        "requests_per_s": _num(answered / seconds) if answered is not None and seconds > 0 else None,
+        "failed_pct": _num(100.0 * (failed or 0) / answered) if answered else None,
+        "latency_s": _num(latency, 6),
+        "by_status": _failed_by_status(rows, dated),
+        "by_error_type": [{"error_type": reason, "lines": n} for reason, n in _reasons(dated, "request_error")],
+        "ttft_mean_s": _num(_mean(rows["ttft_s"]), 6), "ttft_p99_s": _num(_max(rows["ttft_p99_s"]), 6),
+        "itl_mean_s": _num(_mean(rows["itl_s"]), 6), "itl_p99_s": _num(_max(rows["itl_p99_s"]), 6),
+        "inflight_mean": _num(_mean(rows["frontend_inflight"])), "inflight_max": _num(_max(rows["frontend_inflight"])),
+        "queued_mean": _num(_mean(rows["frontend_queued"])), "queued_max": _num(_max(rows["frontend_queued"])),
+    }
+
+
+def _failed_by_status(rows: pd.DataFrame, events: pd.DataFrame) -> list[dict[str, Any]]:
+    """The failed requests by HTTP status, commonest first: ``requests`` estimated, ``lines`` kept.
+
+    The store counts every failed response (a row's ``requests_failed``, per second) but keeps only
+    the first few lines of each second, with their status: each second's count is shared among the
+    statuses of its kept lines (exact when a second had no more failures than lines kept, or one
+    status). A failure whose second kept no line (a line without a time) is under status "?"."""
+    failed = events[events["kind"] == "request_failed"]
+    lines = dict(_reasons(failed, "request_failed"))
+    if not lines:
+        return []
+    second = (failed["ts"].dt.floor("s") + pd.Timedelta(seconds=1)).rename("second")  # as the rows are stamped
+    kept = failed.groupby([second, failed["reason"].astype(str).rename("status")]).size()
+    share = kept / kept.groupby(level="second").transform("sum")
+    per_second = rows.dropna(subset=["requests_failed"]).groupby("ts")["requests_failed"].sum()
+    counted = per_second.reindex(share.index.get_level_values("second")).fillna(0.0).to_numpy()
+    estimated = (share * counted).groupby(level="status").sum()
+    out = [{"status": status, "requests": int(round(float(estimated.get(status, 0.0)))), "lines": n}
+           for status, n in lines.items()]
+    unplaced = float(per_second.sum() - estimated.sum())
+    if unplaced >= 0.5:
+        out.append({"status": "?", "requests": int(round(unplaced)), "lines": 0})
+    return sorted(out, key=lambda r: (-r["requests"], -r["lines"], r["status"]))
+
+
+def _reasons(events: pd.DataFrame, kind: str) -> list[tuple[str, int]]:
+    """The reasons of a kind's events (an HTTP status, an error type) and their kept lines, commonest first."""
+    reasons = events.loc[events["kind"] == kind, "reason"].dropna().astype(str)
+    counts = reasons.value_counts()
+    return sorted(((str(r), int(n)) for r, n in counts.items()), key=lambda item: (-item[1], item[0]))
+
+
+def _mean(values: pd.Series) -> float | None:
+    known = values.dropna()
+    return float(known.mean()) if len(known) else None
+
+
+def _max(values: pd.Series) -> float | None:
+    known = values.dropna()
+    return float(known.max()) if len(known) else None
 
 
 def _no_stats(endpoint: Any) -> str:
@@ -174,11 +273,15 @@ def _capacity(store: Store, analysis: Analysis) -> list[dict[str, Any]]:
 
 
 def _series(store: Store) -> dict[str, dict[str, list]]:
-    """Per endpoint, engines summed per stats interval, thinned to at most ~600 points for charts."""
+    """Per endpoint, engines summed per stats interval, thinned to at most ~600 points for charts;
+    a frontend's own figures (``frontend_series``)."""
     out = {}
     for ep in store.endpoints():
         stats = store.stats(ep.name)
         if stats.empty:
+            continue
+        if _has_any(stats, (*SCRAPED_FIELDS, *REQUEST_FIELDS)):
+            out[ep.name] = frontend_series(stats)
             continue
         per_ts = endpoint_totals(stats, ep.facts.get("stats_interval_s"))
         step = max(1, math.ceil(len(per_ts) / _CHART_POINTS))
@@ -186,6 +289,44 @@ def _series(store: Store) -> dict[str, dict[str, list]]:
         out[ep.name] = {"ts": [_iso(t) for t in per_ts.index],
                         **{c: [_num(v) for v in per_ts[c].tolist()] for c in per_ts.columns}}
     return out
+
+
+FRONTEND_SERIES = ("requests_ok_per_s", "requests_failed_per_s", "latency_s", "ttft_s", "ttft_p99_s", "itl_s",
+                   "itl_p99_s", "frontend_inflight", "frontend_queued")
+
+
+def frontend_series(stats: pd.DataFrame) -> dict[str, list]:
+    """A frontend per slice of time (a scrape interval, at least 1 s, at most ~600 slices): its
+    inference responses per second, ok and failed, and their mean latency (its log), and the means of
+    its /metrics figures in the slice (none where no request ended in a scrape interval)."""
+    scrape = stats[list(SCRAPED_FIELDS)].notna().any(axis=1)  # the rows of a scrape
+    gap = float(stats.loc[scrape, "ts"].diff().dt.total_seconds().median()) if scrape.sum() > 2 else 1.0
+    span = (stats["ts"].iloc[-1] - stats["ts"].iloc[0]).total_seconds()
+    seconds = max(1, math.ceil(gap - 0.05), math.ceil(span / _CHART_POINTS))  # 2.01 s scrapes: 2 s slices
+    slice_of = stats["ts"].dt.floor(f"{seconds}s")
+    grid = pd.date_range(slice_of.iloc[0], slice_of.iloc[-1], freq=f"{seconds}s")
+    slices = stats.groupby(slice_of)
+    # A second with no response has no row: between the first and the last response, a slice without
+    # one had none (0/s); outside, unknown.
+    answered = slice_of[stats["requests_ok"].notna() | stats["requests_failed"].notna()]
+    requests = slices[list(REQUEST_FIELDS)].sum().reindex(grid).fillna(0.0) / seconds
+    if answered.empty:
+        requests[:] = np.nan
+    else:
+        requests[(grid < answered.min()) | (grid > answered.max())] = np.nan
+    ok = stats["requests_ok"].where(stats["request_latency_s"].notna())
+    latency = ((stats["request_latency_s"] * ok).groupby(slice_of).sum(min_count=1)
+               / ok.groupby(slice_of).sum(min_count=1)).reindex(grid)
+    metrics = slices[["ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s", "frontend_inflight",
+                      "frontend_queued"]].mean().reindex(grid)
+    # Scrapes drift across the slices' edges: a slice no scrape fell in is drawn between its neighbours
+    # (a scrape with no latency, no request having ended in its interval, stays a gap).
+    scraped = scrape.groupby(slice_of).any().reindex(grid, fill_value=False)
+    metrics = metrics.where(scraped, (metrics.shift(1) + metrics.shift(-1)) / 2, axis=0)
+    columns = {"requests_ok_per_s": requests["requests_ok"], "requests_failed_per_s": requests["requests_failed"],
+               "latency_s": latency, **{c: metrics[c] for c in metrics.columns}}
+    return {"ts": [_iso(t) for t in grid],
+            **{key: [_num(v, 6) for v in columns[key].tolist()] for key in FRONTEND_SERIES}}
 
 
 def _iso(value: Any) -> str | None:
@@ -204,8 +345,9 @@ def _ts_key(value: Any) -> float:
     return pd.Timestamp(value).timestamp()
 
 
-def _num(value: Any) -> float | None:
+def _num(value: Any, digits: int = 3) -> float | None:
+    """A number for the JSON: rounded (latencies in seconds keep 6 digits: an ITL is a few ms), None if unknown."""
     if value is None:
         return None
     value = float(value)
-    return round(value, 3) if math.isfinite(value) else None
+    return round(value, digits) if math.isfinite(value) else None

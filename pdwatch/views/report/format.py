@@ -53,3 +53,53 @@ def ordered_endpoints(report: dict[str, Any]) -> list[str]:
     names = [ep.get("name") for ep in report.get("endpoints") or []]
     names += [n for n in roles if n not in names]
     return worst_first([(n, roles.get(n, "unknown")) for n in names], report.get("findings") or [])
+
+
+# The frontend section's words, shared by the Markdown and HTML writers (each escapes them its way).
+FRONTEND_NOTE = ("≈: each second's count of failed requests (from the log's responses) shared among the HTTP "
+                 "statuses of the lines kept for that second (the first few); lines: the log lines kept. Dynamo "
+                 "logs an error type for only some of the failed requests. p99: the highest of the scrape "
+                 "intervals' 99th percentiles (from the histogram buckets); mean: of the scrape intervals' means.")
+NOT_SCRAPED = "not scraped"
+
+
+def fmt_period(period: dict[str, Any]) -> str:
+    """'16:23:39 to 16:24:31 UTC, 52 s': a frontend period (its date is the run's)."""
+    start, end = fmt_time(period.get("start")), fmt_time(period.get("end"))
+    start = start[11:] if len(start) > 11 else start
+    end = end[11:] if len(end) > 11 else end
+    if start.endswith(" UTC") and end.endswith(" UTC"):
+        start = start[:-4]
+    return f"{start} to {end}, {fmt_num(period.get('seconds'))} s"
+
+
+def frontend_cells(period: dict[str, Any], scraped: bool) -> list[str]:
+    """A frontend period's cells: requests/s, ok, failed, failed %, mean latency s, TTFT s mean / p99,
+    ITL ms mean / p99, in flight mean / max, queued mean / max ("not scraped" without /metrics)."""
+    failed_pct = period.get("failed_pct")
+    cells = [fmt_num(period.get("requests_per_s")), fmt_num(period.get("requests_ok")),
+             fmt_num(period.get("requests_failed")), "?" if failed_pct is None else f"{fmt_num(failed_pct)}%",
+             fmt_num(period.get("latency_s"))]
+    if not scraped:
+        return cells + [NOT_SCRAPED] * 4
+
+    def ms(value: Any) -> Any:
+        return None if value is None else value * 1000.0
+    return cells + [f"{fmt_num(period.get('ttft_mean_s'))} / {fmt_num(period.get('ttft_p99_s'))}",
+                    f"{fmt_num(ms(period.get('itl_mean_s')))} / {fmt_num(ms(period.get('itl_p99_s')))}",
+                    f"{fmt_num(period.get('inflight_mean'))} / {fmt_num(period.get('inflight_max'))}",
+                    f"{fmt_num(period.get('queued_mean'))} / {fmt_num(period.get('queued_max'))}"]
+
+
+def by_status_text(by_status: list[dict[str, Any]]) -> str:
+    """'503 ≈576 (27 lines), 404 ≈424 (29 lines)', or 'none'."""
+    return ", ".join(f"{r['status']} ≈{fmt_num(r['requests'])} ({_lines(r['lines'])})" for r in by_status) or "none"
+
+
+def by_error_type_text(by_error_type: list[dict[str, Any]]) -> str:
+    """'unavailable (4 lines), not_found (1 line)', or 'none logged'."""
+    return ", ".join(f"{r['error_type']} ({_lines(r['lines'])})" for r in by_error_type) or "none logged"
+
+
+def _lines(n: int) -> str:
+    return f"{n} line{'' if n == 1 else 's'}"

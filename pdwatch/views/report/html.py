@@ -15,7 +15,9 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from pdwatch.views.report.format import FLAG, fmt_num, fmt_time, fmt_window, ordered_endpoints, ordered_groups
+from pdwatch.views.report.format import (FLAG, FRONTEND_NOTE, NOT_SCRAPED, by_error_type_text, by_status_text, fmt_num,
+                                         fmt_period, fmt_time, fmt_window, frontend_cells, ordered_endpoints,
+                                         ordered_groups)
 
 SEVERITIES = ("critical", "warning", "info")
 _SEVERITY_LABEL = {"critical": "CRITICAL", "warning": "WARNING", "info": "INFO"}
@@ -141,6 +143,7 @@ def render(report: dict[str, Any]) -> str:
         _headline(summary),
         _findings(findings, groups, report.get("rules") or []),
         _endpoints(endpoints, deployment, findings, report.get("series") or {}, summary, groups),
+        _frontends(endpoints),
         _deployment(deployment),
         _capacity(report.get("capacity") or []),
         _notices(notices),
@@ -170,7 +173,10 @@ def render(report: dict[str, Any]) -> str:
 
 def _header(report: dict[str, Any], summary: dict[str, Any], sources: list[Any],
             findings: list[dict[str, Any]], notices: list[Any]) -> str:
-    nav = [("findings", f"Findings ({len(findings)})"), ("endpoints", "Endpoints"), ("deployment", "Deployment")]
+    nav = [("findings", f"Findings ({len(findings)})"), ("endpoints", "Endpoints")]
+    if any(ep.get("frontend") for ep in report.get("endpoints") or []):
+        nav.append(("frontend", "Frontend"))
+    nav.append(("deployment", "Deployment"))
     if report.get("capacity"):
         nav.append(("capacity", "Capacity"))
     if notices:
@@ -204,10 +210,11 @@ def _headline(summary: dict[str, Any]) -> str:
     gpus = summary.get("gpus")
     gpu_text = "?" if gpus is None else _num(gpus) + (' <span class="muted">(partly guessed)</span>'
                                                       if summary.get("gpus_inferred") else "")
+    on_cpu = summary.get("device") == "CPU"  # vLLM's CPU backend: no GPU to divide by, never an invented one
     tiles = [("total tokens/s", _num(summary.get("total_tps"))),
              ("prompt tokens/s", _num(summary.get("prompt_tps"))),
              ("generated tokens/s", _num(summary.get("gen_tps"))),
-             ("GPUs", gpu_text)]
+             ("workers (CPU)", _num(summary.get("workers"))) if on_cpu else ("GPUs", gpu_text)]
     tile_html = "".join(f'<div class="tile"><dt>{label}</dt><dd>{value}</dd></div>' for label, value in tiles)
     per_role = summary.get("per_role") or {}
     roles = ""
@@ -217,15 +224,17 @@ def _headline(summary: dict[str, Any]) -> str:
                        for role, vals in per_role.items())
         roles = ('<table class="roles"><thead><tr><th>role</th><th class="n">prompt tokens/s</th>'
                  f'<th class="n">generated tokens/s</th></tr></thead><tbody>{rows}</tbody></table>')
+    per_what = (("tokens/s per worker (CPU)", "tps_per_worker", "tokens/s per worker") if on_cpu
+                else ("total TPS per GPU", "tps_per_gpu", "tokens/s per GPU"))
     out = ['<section id="headline" class="headline">',
            '<h2 class="sr">Headline <span class="muted">(steady state)</span></h2>',
            '<div class="hl">',
-           '<div class="big"><div class="big-label">Headline: total TPS per GPU</div>'
-           f'<div class="big-value">{_num(summary.get("tps_per_gpu"))}</div>'
-           '<div class="big-unit">tokens/s per GPU, prompt + generated, over the steady state: '
+           f'<div class="big"><div class="big-label">Headline: {per_what[0]}</div>'
+           f'<div class="big-value">{_num(summary.get(per_what[1]))}</div>'
+           f'<div class="big-unit">{per_what[2]}, prompt + generated, over the steady state: '
            f'{_esc(fmt_window(summary.get("window")))}</div></div>',
            f'<dl class="tiles">{tile_html}</dl>', roles, '</div>']
-    numbers = ("tps_per_gpu", "total_tps", "prompt_tps", "gen_tps")
+    numbers = (per_what[1], "total_tps", "prompt_tps", "gen_tps")
     if summary.get("note"):
         out.append(f'<p class="note"><strong>Note:</strong> {_esc(summary["note"])}</p>')
     elif any(summary.get(k) is None for k in numbers):
@@ -347,12 +356,7 @@ def _endpoints(endpoints: list[dict[str, Any]], deployment: dict[str, Any], find
     rows = []
     for ep in endpoints:
         if ep.get("frontend"):
-            f = ep["frontend"]
-            text = (f"TTFT {_num((f['ttft_s'] or {}).get('p50'))} s, ITL "
-                    f"{_num(None if (f['itl_s'] or {}).get('p50') is None else f['itl_s']['p50'] * 1000)} ms, "
-                    f"{_num((f['request_rate'] or {}).get('p50'))} requests/s, "
-                    f"{_num((f['frontend_inflight'] or {}).get('p50'))} in flight (Dynamo /metrics, p50)")
-            cells = f'<td colspan="5">{_esc(text)}</td>'
+            cells = f'<td colspan="5">{_frontend_line(ep["frontend"])}</td>'
         else:
             cells = ("".join(_p50_p95(k, ep.get(k) or {}) for k in ("prompt_tps", "gen_tps", "running", "waiting",
                                                                       "kv_usage_pct"))
@@ -368,6 +372,57 @@ def _endpoints(endpoints: list[dict[str, Any]], deployment: dict[str, Any], find
     out.append(_charts(endpoints, roles, findings, series, summary, groups))
     out.append("</section>")
     return "\n".join(out)
+
+
+def _frontend_line(frontend: dict[str, Any]) -> str:
+    """A frontend's row in the endpoints table: its requests over the steady state, else the run."""
+    period = frontend.get("steady") or frontend.get("run") or {}
+    over = "steady state" if frontend.get("steady") else "run"
+    failed = period.get("failed_pct")
+    parts = [f"{fmt_num(period.get('requests_per_s'))} requests/s",
+             f"{'?' if failed is None else fmt_num(failed)}% failed"]
+    if frontend.get("scraped"):
+        parts.append(f"TTFT {fmt_num(period.get('ttft_mean_s'))} s (p99 {fmt_num(period.get('ttft_p99_s'))})")
+    else:
+        parts.append(f"latency {fmt_num(period.get('latency_s'))} s (its log), /metrics {NOT_SCRAPED}")
+    return (f'{_esc(", ".join(parts))} <span class="muted">({over}; '
+            '<a href="#frontend">frontend requests</a>)</span>')
+
+
+def _frontends(endpoints: list[dict[str, Any]]) -> str:
+    """Each frontend over the run and the steady state: requests, failures by status and error type,
+    latency, TTFT and ITL, in flight and queued (the same figures as the Markdown report's)."""
+    rows = [ep for ep in endpoints if ep.get("frontend")]
+    if not rows:
+        return ""
+    body, outcomes = [], []
+    for ep in rows:
+        f = ep["frontend"]
+        periods = [(label, p) for label, p in (("run", f.get("run")), ("steady state", f.get("steady"))) if p]
+        for label, period in periods:
+            cells = frontend_cells(period, bool(f.get("scraped")))
+            failed = period.get("failed_pct")
+            hot = isinstance(failed, (int, float)) and failed > 5  # harnesses reject a run above a few percent
+            numbers = "".join(f'<td class="n{" hot" if i == 3 and hot else ""}">{_esc(c)}</td>'
+                              for i, c in enumerate(cells))  # cell 3: the failed share, in red above 5%
+            body.append(f'<tr><td>{_esc(ep.get("name"))}</td><td>{_esc(label)}<br><span class="muted small">'
+                        f'{_esc(fmt_period(period))}</span></td>{numbers}</tr>')
+        items = "".join(f'<li><strong>{_esc(label)}</strong>: HTTP status '
+                        f'{_esc(by_status_text(p.get("by_status") or []))}; Dynamo error type '
+                        f'{_esc(by_error_type_text(p.get("by_error_type") or []))}</li>' for label, p in periods)
+        outcomes.append(f'<h3>Failed requests of {_esc(ep.get("name"))}</h3><ul class="outcomes">{items}</ul>')
+    return "\n".join([
+        '<section id="frontend">',
+        '<h2>Frontend requests <span class="muted">(its log; latency from its /metrics)</span></h2>',
+        '<div class="scroll"><table class="frontend"><thead><tr><th>frontend</th><th>over</th>'
+        '<th class="n">requests/s</th><th class="n">ok</th><th class="n">failed</th><th class="n">failed %</th>'
+        '<th class="n">mean<br>latency s</th><th class="n">TTFT s<br>mean / p99</th>'
+        '<th class="n">ITL ms<br>mean / p99</th>'
+        '<th class="n">in flight<br>mean / max</th><th class="n">queued<br>mean / max</th></tr></thead>'
+        f'<tbody>{"".join(body)}</tbody></table></div>',
+        *outcomes,
+        f'<p class="muted small">{_esc(FRONTEND_NOTE)}</p>',
+        "</section>"])
 
 
 def _p50_p95(key: str, values: dict[str, Any]) -> str:
@@ -427,7 +482,8 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
         bands = [f for _, f in own]
         cap = _running_cap(info)
         charts = []
-        for spec in _chart_specs(cap):
+        specs = _frontend_chart_specs(data) if "requests_ok_per_s" in data else _chart_specs(cap)
+        for spec in specs:
             counter += 1
             charts.append(_chart(counter, spec, data, domain, bands, summary.get("window")))
         out.append(f'<div class="ep-charts">{head}<div class="charts">{"".join(charts)}</div></div>')
@@ -516,6 +572,22 @@ def _chart_specs(cap: tuple[float, str] | None) -> list[dict[str, Any]]:
         {"title": "requests", "lines": [("running", "running", "l-run"), ("waiting", "waiting", "l-wait")],
          "ref": (cap[0], cap[1], "ref-cap") if cap else None, "ref_soft": True, "integer": True},
     ]
+
+
+def _frontend_chart_specs(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """A frontend's charts: its requests (its log), then from its /metrics, when scraped, TTFT, ITL
+    and the requests in flight and queued; without them the mean latency its log gives."""
+    requests = {"title": "requests/s (its log)", "lines": [("requests_ok_per_s", "ok", "l-ok"),
+                                                         ("requests_failed_per_s", "failed", "l-fail")]}
+    if not any(v is not None for key in ("ttft_s", "frontend_inflight") for v in data.get(key) or []):
+        return [requests, {"title": "mean latency s (its log, successful requests)",
+                           "lines": [("latency_s", "mean", "l-mean")]}]
+    return [requests,
+            {"title": "TTFT s", "lines": [("ttft_s", "mean", "l-mean"), ("ttft_p99_s", "p99", "l-p99")]},
+            {"title": "ITL s", "lines": [("itl_s", "mean", "l-mean"), ("itl_p99_s", "p99", "l-p99")]},
+            {"title": "requests at the frontend", "lines": [("frontend_inflight", "in flight", "l-run"),
+                                                            ("frontend_queued", "queued", "l-wait")],
+             "integer": True}]
 
 
 def _domain(all_series: list[dict[str, Any]], findings: list[dict[str, Any]],
@@ -921,6 +993,13 @@ svg .dot{stroke:none}
 .l-kv{stroke:var(--c-kv);fill:var(--c-kv);border-color:var(--c-kv)}
 .l-run{stroke:var(--c-run);fill:var(--c-run);border-color:var(--c-run)}
 .l-wait{stroke:var(--c-wait);fill:var(--c-wait);stroke-dasharray:6 3;border-color:var(--c-wait);border-top-style:dashed!important}
+.l-ok{stroke:var(--c-gen);fill:var(--c-gen);border-color:var(--c-gen)}
+.l-fail{stroke:var(--crit);fill:var(--crit);stroke-dasharray:6 3;border-color:var(--crit);border-top-style:dashed!important}
+.l-mean{stroke:var(--c-prompt);fill:var(--c-prompt);border-color:var(--c-prompt)}
+.l-p99{stroke:var(--c-wait);fill:var(--c-wait);stroke-dasharray:6 3;border-color:var(--c-wait);border-top-style:dashed!important}
+ul.outcomes{margin:4px 0 8px;padding-left:20px}
+ul.outcomes li{overflow-wrap:anywhere}
+table.frontend td:first-child{overflow-wrap:anywhere;min-width:120px}
 svg .ref-kv{stroke:var(--crit);stroke-width:1.2;stroke-dasharray:3 3}
 .lkey.ref-kv{border-color:var(--crit);border-top-style:dotted}
 svg .ref-cap{stroke:var(--ink2);stroke-width:1.2;stroke-dasharray:2 3}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pdwatch.views.report.format import FLAG, fmt_num, fmt_time, fmt_window, ordered_endpoints, ordered_groups
+from pdwatch.views.report.format import (FLAG, FRONTEND_NOTE, by_error_type_text, by_status_text, fmt_num, fmt_period,
+                                         fmt_time, fmt_window, frontend_cells, ordered_endpoints, ordered_groups)
 
 # One severity style: the word in capitals, everywhere (headings and tables).
 _SEVERITY_MARK = {"critical": "CRITICAL", "warning": "WARNING", "info": "INFO"}
@@ -144,10 +145,32 @@ def _frontends(endpoints: list[dict[str, Any]]) -> list[str]:
     rows = [ep for ep in endpoints if ep.get("frontend")]
     if not rows:
         return []
-    lines = ["## Frontend, as users see it (Dynamo /metrics, p50 / p95)", "",
-             "| endpoint | requests/s | in flight | queued | TTFT s | ITL ms | ISL tokens | OSL tokens |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["## Frontend requests, as users got them (its log; latency from its /metrics)", "",
+             "| frontend | over | requests/s | ok | failed | failed % | mean latency s | TTFT s mean / p99 | "
+             "ITL ms mean / p99 | in flight mean / max | queued mean / max |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for ep in rows:
+        f = ep["frontend"]
+        for label, period in (("run", f.get("run")), ("steady state", f.get("steady"))):
+            if period:
+                lines.append(f"| {_cell(ep['name'])} | {label}, {fmt_period(period)} | "
+                             f"{' | '.join(frontend_cells(period, f.get('scraped', False)))} |")
+    lines.append("")
+    for ep in rows:
+        f = ep["frontend"]
+        periods = [(label, p) for label, p in (("run", f.get("run")), ("steady state", f.get("steady"))) if p]
+        status = "; ".join(f"{label}: {_cell(by_status_text(p['by_status']))}" for label, p in periods)
+        errors = "; ".join(f"{label}: {_cell(by_error_type_text(p['by_error_type']))}" for label, p in periods)
+        lines += [f"- {_cell(ep['name'])}, failed requests by HTTP status: {status}",
+                  f"- {_cell(ep['name'])}, Dynamo error types in its log: {errors}"]
+    lines += ["", FRONTEND_NOTE, ""]
+    scraped = [ep for ep in rows if ep["frontend"]["scraped"]]  # the steady state's p50 / p95 of its /metrics
+    if not scraped:
+        return lines
+    lines += ["## Frontend, as users see it (Dynamo /metrics, p50 / p95)", "",
+              "| endpoint | requests/s | in flight | queued | TTFT s | ITL ms | ISL tokens | OSL tokens |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for ep in scraped:
         f = ep["frontend"]
 
         def pair(key: str, scale: float = 1.0) -> str:

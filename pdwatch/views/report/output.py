@@ -1,4 +1,5 @@
-"""Write a report file safely: atomically (temp file + rename), never over an input."""
+"""Write a report file safely: atomically (temp file + rename), never over an input; a device or a
+pipe (``-o /dev/stdout``) is written into, never replaced."""
 
 from __future__ import annotations
 
@@ -17,6 +18,11 @@ def write_atomically(path: str, text: str, inputs: list[str]) -> None:
             raise UsageError(f"{path}: is one of the input files; refusing to overwrite it")
     if target.is_dir():
         raise UsageError(f"{path}: is a directory")
+    if target.exists() and not target.is_file():
+        # /dev/null, /dev/stdout, a named pipe: written into, never replaced (a rename over
+        # /dev/null would leave a regular file in its place, and as root it succeeds).
+        _write_into(path, target, text)
+        return
     directory = target.parent if str(target.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
@@ -43,6 +49,14 @@ def write_atomically(path: str, text: str, inputs: list[str]) -> None:
         if isinstance(exc, OSError):
             raise UsageError(f"{path}: could not write the report: {exc.strerror or exc}") from None
         raise
+
+
+def _write_into(path: str, target: Path, text: str) -> None:
+    try:
+        with open(target, "w", encoding="utf-8", errors="backslashreplace") as out:
+            out.write(text)
+    except OSError as exc:
+        raise UsageError(f"{path}: could not write the report: {exc.strerror or exc}") from None
 
 
 def _umask() -> int:

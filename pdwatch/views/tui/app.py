@@ -1,6 +1,6 @@
 """The dashboard: header (TPS/GPU, the verdict, the clock), the endpoints worst first (a compact
-table, or panes when they all fit; ``t`` toggles), the findings grouped across endpoints, and a
-footer with the focused panel's keys; a worker thread ingests.
+table, or panes when they all fit; ``t`` toggles), the Dynamo frontends in a line or two each, the
+findings grouped across endpoints, and a footer with the focused panel's keys; a worker thread ingests.
 
 Threads: the ingest worker only calls ``LiveSession.ingest`` (which hands events over under
 a lock) and talks to the app with ``post_message``; the UI thread ticks the session every
@@ -23,7 +23,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from pdwatch.session.live import LiveSession
-from pdwatch.session.snapshot import Snapshot
+from pdwatch.session.snapshot import EndpointRow, Snapshot
 from pdwatch.session.triage import SEVERITY_RANK, endpoint_severity, worst_first
 
 from .messages import IngestFailed, LinesArrived, SourcesRead
@@ -36,6 +36,7 @@ from .widgets.endpoint_pane import EndpointPane
 from .widgets.endpoints_table import EndpointsTable
 from .widgets.findings_table import FindingsTable
 from .widgets.format import clock_text
+from .widgets.frontend_strip import FrontendStrip
 from .widgets.header import DeploymentHeader
 from .widgets.keybar import KeyBar
 
@@ -44,6 +45,11 @@ GROUPS = (("prefill", "Prefill"), ("decode", "Decode"), ("other", "Other"))
 
 def group_of(role: str) -> str:
     return role if role in ("prefill", "decode") else "other"
+
+
+def has_pane(row: EndpointRow) -> bool:
+    """A frontend with requests or /metrics to show is in the frontend strip, not in a pane."""
+    return row.frontend_summary is None
 
 
 class PdwatchApp(App):
@@ -122,6 +128,7 @@ class PdwatchApp(App):
             for key, title in GROUPS:
                 yield Static(title, classes="group-title", id=f"title-{key}", markup=False)
                 yield Vertical(classes="group", id=f"group-{key}")
+        yield FrontendStrip(id="frontends", classes="-empty")  # after the serving endpoints, in either view
         with Vertical(id="findings-box"):
             yield Static("Findings (enter: details, x: expand a group)", id="findings-title", markup=False)
             yield FindingsTable(id="findings")
@@ -253,15 +260,18 @@ class PdwatchApp(App):
     def render_snapshot(self, snap: Snapshot) -> None:
         main = self.main
         main.query_one(DeploymentHeader).show(snap)
-        names = {row.name for row in snap.endpoints}
-        for name in [n for n in self._panes if n not in names]:  # a rewind to before its first line
+        names = {row.name for row in snap.endpoints if has_pane(row)}
+        # gone: a rewind to before its first line; a frontend's first rows (it moves to the frontend strip)
+        for name in [n for n in self._panes if n not in names]:
             self._panes.pop(name).remove()
         order = worst_first([(r.name, r.role) for r in snap.endpoints], snap.findings)
         rank = {name: i for i, name in enumerate(order)}
         rows = sorted(snap.endpoints, key=lambda r: rank.get(r.name, len(rank)))
         severity = endpoint_severity(snap.findings)
         tops = role_scales(snap)
-        for row in rows:
+        main.query_one(FrontendStrip).show(rows, severity)
+        paned = [row for row in rows if has_pane(row)]
+        for row in paned:
             pane = self._panes.get(row.name)
             if pane is not None and pane.role != row.role:  # the role became known: move the pane
                 pane.remove()
@@ -275,16 +285,16 @@ class PdwatchApp(App):
                 main.query_one(f"#group-{group_of(row.role)}").mount(pane)
             else:
                 pane.show(row, top, severity.get(row.name), marks)
-        self._order_panes(rows, severity)
+        self._order_panes(paned, severity)
         for key, _ in GROUPS:
             main.query_one(f"#title-{key}").display = any(group_of(p.role) == key for p in self._panes.values())
         main.query_one(EndpointsTable).show(rows, snap.findings)
         main.query_one(FindingsTable).show(snap.findings, snap.groups)
         self._apply_view(snap)
         self._touched = self._touched or self._user_moved_focus()
-        if not self._touched and self._shown_view == "panes" and rows and rows[0].name in self._panes \
-                and not isinstance(self.focused, FindingsTable) and self.focused is not self._panes[rows[0].name]:
-            self._focus_pane(self._panes[rows[0].name])  # until a key is pressed, the worst endpoint has the focus
+        if not self._touched and self._shown_view == "panes" and paned and paned[0].name in self._panes \
+                and not isinstance(self.focused, FindingsTable) and self.focused is not self._panes[paned[0].name]:
+            self._focus_pane(self._panes[paned[0].name])  # until a key is pressed, the worst endpoint has the focus
         elif self._shown_view == "table" and (self.focused is None or isinstance(self.focused, EndpointPane)) \
                 and self.screen is main:
             main.query_one(EndpointsTable).focus()  # a hidden pane lost it (the table replaced the panes)
@@ -346,12 +356,12 @@ class PdwatchApp(App):
         width, height = self.size
         findings = self.main.query_one("#findings-box")
         room = height - self.main.query_one(DeploymentHeader).outer_size.height - findings.outer_size.height \
-            - self.main.query_one(KeyBar).outer_size.height - 1
+            - self.main.query_one(KeyBar).outer_size.height - self.main.query_one(FrontendStrip).outer_size.height - 1
         columns = 2 if width >= 140 else 1
         inner = (width // columns) - 4
         need = 0
         for key, _ in GROUPS:
-            rows = [r for r in snap.endpoints if group_of(r.role) == key]
+            rows = [r for r in snap.endpoints if group_of(r.role) == key and has_pane(r)]
             if not rows:
                 continue
             heights = []
@@ -503,9 +513,9 @@ class PdwatchApp(App):
         finding = table.selected()
         if finding is None and table.findings:
             finding = table.findings[0]
-        if finding is not None and finding.endpoint in self._panes:
+        names = self.main.query_one(EndpointsTable).names  # every endpoint (a frontend in the strip has no pane)
+        if finding is not None and finding.endpoint in names:
             return finding.endpoint
-        names = self.main.query_one(EndpointsTable).names
         return names[0] if names else None
 
     def _open_endpoint(self, name: str) -> None:

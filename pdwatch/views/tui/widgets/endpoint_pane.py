@@ -139,7 +139,10 @@ def render_title(row: EndpointRow, severity: str | None = None) -> Text:
     out.append(row.role, style=ROLE_STYLE.get(row.role, "bold"))
     engines = len(row.engines)
     out.append(f"  {engines} engine{'s' if engines != 1 else ''}" if engines else "  no engine seen")
-    out.append(f" / {row.gpus} GPU{'' if row.gpus == 1 else 's'}" if row.gpus else " / GPUs ?")
+    if row.device == "CPU":  # vLLM's CPU backend: its KV cache in host memory, no GPU
+        out.append(" / CPU")
+    else:
+        out.append(f" / {row.gpus} GPU{'' if row.gpus == 1 else 's'}" if row.gpus else " / GPUs ?")
     if row.stale_for_s is not None:
         out.append(f"  STALE for {fmt_age(row.stale_for_s)}", style="bold red")
     elif row.last_seen is not None:

@@ -106,8 +106,9 @@ def endpoint_cells(row: EndpointRow, finding: FindingRow | None, narrow: bool = 
         name = Text("● ", style=SEVERITY_FG.get(finding.severity, "bold")) + name
     role = Text(ROLE_SHORT.get(row.role, row.role[:3]), style=ROLE_COLOUR.get(row.role, ""))
     engines = Text(str(len(row.engines)) if row.engines else "-", justify="right")
-    if row.frontend or (not row.engine_rows and not row.history):
-        quiet = "no stats" if not row.frontend else "frontend"
+    if row.frontend or row.frontend_summary is not None or (not row.engine_rows and not row.history):
+        # a frontend's figures are in the frontend strip under the table
+        quiet = "frontend" if row.frontend or row.frontend_summary is not None else "no stats"
         cells = [Text(quiet, style="dim"), Text(""), Text(""), Text("")]
     else:
         cells = [Text(rate(row.prompt_tps), justify="right", style="cyan" if row.role == "prefill" else ""),

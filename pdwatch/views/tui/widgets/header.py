@@ -1,6 +1,7 @@
 """The top of the dashboard: TPS/GPU first, then the verdict, then the findings and the clock.
 
-Line 1: the headline (TPS/GPU on N GPUs), total tokens/s, the endpoints by role.
+Line 1: the headline (TPS/GPU on N GPUs; tok/s per worker on vLLM's CPU backend), total tokens/s,
+the endpoints by role.
 Line 2 (and 3 when it needs them): the verdict, in its severity's colour.
 Last line: the clock and the replay state, then the findings by severity (the clock first,
 so a narrow terminal cuts the counts, never the time).
@@ -56,10 +57,16 @@ def _fit(line: Text, width: int) -> Text:
 
 def render_header(snap: Snapshot, width: int = 78, tag: str | None = None) -> Text:
     h = snap.headline
-    first = Text("TPS/GPU ", style="bold")
-    first.append(rate(h.tps_per_gpu), style="bold reverse" if h.tps_per_gpu is not None else "bold")
-    if h.gpus:
-        first.append(f" on {h.gpus} GPU{'' if h.gpus == 1 else 's'}")
+    if h.device == "CPU":  # vLLM's CPU backend: no GPU to divide by, never an invented one
+        first = Text("tok/s per worker (CPU) ", style="bold")
+        first.append(rate(h.tps_per_worker), style="bold reverse" if h.tps_per_worker is not None else "bold")
+        if width >= 100:  # narrower, the roles after it count the workers
+            first.append(f" on {h.workers} worker{'' if h.workers == 1 else 's'}")
+    else:
+        first = Text("TPS/GPU ", style="bold")
+        first.append(rate(h.tps_per_gpu), style="bold reverse" if h.tps_per_gpu is not None else "bold")
+        if h.gpus:
+            first.append(f" on {h.gpus} GPU{'' if h.gpus == 1 else 's'}")
     first.append(" │ total ")
     first.append(f"{rate(h.total_tps)} tok/s", style="bold")
     if width >= 100:
