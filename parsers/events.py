@@ -208,7 +208,7 @@ KINDS: dict[str, dict[str, str]] = {
     },
     "dynamo_process": {
         "process": "frontend | worker: which Dynamo process wrote the line",
-        "stage": "start | register | ready",
+        "stage": "import | start | register | ready",
         "address": "frontend: the HTTP service's host:port, when present",
         "port": "frontend: its HTTP port (its /metrics are there), when present",
         "model": "worker: the model it serves, when present",

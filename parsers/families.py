@@ -943,7 +943,10 @@ _WORKER_SERVES = regex.compile(r"configuration metadata from vLLM engine for (?P
 
 
 @family("dynamo_process", ['Starting HTTP(S) service', "has been initialized", "Using kv_events_config for publishing",
-                           "configuration metadata from vLLM engine for "], [
+                           "configuration metadata from vLLM engine for ", "dynamo.nixl_connect: "], [
+    # printed by every dynamo.vllm worker as it imports, at WARN: still there at DYN_LOG=warn
+    Sample("dynamo.nixl_connect: Failed to load CuPy for GPU acceleration, utilizing numpy to provide CPU based "
+           "operations.", [("dynamo_process", {"process": "worker", "stage": "import"})]),
     Sample('Starting HTTP(S) service protocol="HTTP" address="127.0.0.1:8700"',
            [("dynamo_process", {"process": "frontend", "stage": "start", "address": "127.0.0.1:8700", "port": 8700})]),
     Sample("worker for tiny-qwen3 has been initialized",
@@ -965,6 +968,8 @@ def parse_dynamo_process(msg: str) -> Parsed:
         return [("dynamo_process", {"process": "worker", "stage": "ready", "model": m["model"]})]
     if "Using kv_events_config for publishing" in msg:
         return [("dynamo_process", {"process": "worker", "stage": "start"})]
+    if msg.lstrip().startswith("dynamo.nixl_connect: "):
+        return [("dynamo_process", {"process": "worker", "stage": "import"})]
     m = _WORKER_SERVES.search(msg)
     if m:
         return [("dynamo_process", {"process": "worker", "stage": "register", "serves": m["serves"]})]

@@ -31,6 +31,8 @@ from pdwatch.sources.prometheus import endpoint_name, instance_port, source_labe
 from pdwatch.sources.promql import Matcher, SelectorError, matches_all, parse_selector
 
 ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
+# Kinds only a Dynamo frontend's log gives: its HTTP responses, the backends it lost, its discovery.
+FRONTEND_KINDS = frozenset({"frontend_response", "backend_error", "worker_set"})
 PARALLEL_KEYS = ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size")
 
 _SRT_SLURM = regex.compile(
@@ -300,6 +302,18 @@ class DeploymentModel:
             if endpoint.role_from == "dynamo" and endpoint.role == "aggregated":
                 self._infer_role(endpoint, "decode", "dynamo", override=True)
         return endpoint
+
+    def learned_from_lines(self, endpoint: Endpoint, kinds: Any, has_stats: bool) -> None:
+        """What a log's other lines say of its role when no line named it (``DYN_LOG=warn``
+        leaves out the lines that do): only a Dynamo frontend answers HTTP requests and loses
+        backends; a dynamo.vllm worker with stats lines and no KV connector is aggregated (a
+        connector is created before the engine serves, so it would have been seen)."""
+        if endpoint.role_from not in ("unknown", "file name"):
+            return
+        if kinds & FRONTEND_KINDS:
+            self._infer_role(endpoint, "frontend", "dynamo")
+        elif has_stats and endpoint.facts.get("dynamo_process") == "worker" and not endpoint.facts.get("kv_connector"):
+            self._infer_role(endpoint, "aggregated", "dynamo")
 
     def _learn_dynamo(self, endpoint: Endpoint, values: dict[str, Any]) -> None:
         """A Dynamo process naming itself: a frontend (its HTTP port is where its /metrics are),

@@ -85,6 +85,7 @@ class Store:
                          event.text, event.values.get("reason")))
         if len(part.stats):
             series.stats_new.append(part.stats)
+        self.model.learned_from_lines(endpoint, part.raw_counts.keys(), bool(len(part.stats)))
         while self.model.absorbed:  # a log claimed an endpoint made of its URL: one endpoint, one series
             self._absorb(*self.model.absorbed.pop(0))
         if part.last_ts is not None and (series.last_ts is None or part.last_ts > series.last_ts):
