@@ -186,3 +186,17 @@ def test_replay_fires_what_the_report_found(name):
         assert key in fired, f"replay never fired {key}: {sorted(fired)}"
         reported = min(epoch(f["start"]) for f in report(name)["findings"] if (f["rule"], f["endpoint"]) == key)
         assert abs(fired[key] - reported) <= 10.0, (key, fired[key], reported)
+
+
+def test_a_decode_workers_kv_transfers_are_what_its_connector_logged():
+    """KV transfers in a disaggregated job, per decode worker: the sum of its connector's
+    "Num successful transfers" over the run (counted here with a plain regex), in every format."""
+    name = "disagg_kv_pressure"
+    log = (DYNAMO / name / f"{name}.decode.log").read_text(errors="replace")
+    logged = sum(int(n) for n in re.findall(r"Num successful transfers=(\d+)", log))
+    endpoints = {e["name"]: e for e in report(name)["endpoints"]}
+    got = endpoints[f"{name}.decode"]["kv_transfers"]["run"]
+    assert got["transfers"] == logged > 0 and got["failed"] == 0 and got["avg_ms"] > 0
+    assert endpoints[f"{name}.prefill"]["kv_transfers"] is None  # the pulling side logs them
+    md = _pdwatch("report", str(DYNAMO / name)).stdout
+    assert f"| {name}.decode | the run | {logged} | 0 |" in md

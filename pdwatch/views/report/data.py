@@ -16,6 +16,7 @@ from pdwatch import __version__
 from pdwatch.capacity import view as capacity_view
 from pdwatch.session import triage
 from pdwatch.session.analysis import Analysis
+from pdwatch.model.kv_transfers import kv_transfers
 from pdwatch.model.store import Store
 from pdwatch.model.throughput import Headline
 from pdwatch.rules import Finding
@@ -113,7 +114,22 @@ def _endpoint_summary(store: Store, name: str, analysis: Analysis) -> dict[str, 
     out["frontend"] = _frontend_summary(store, name, stats, h)
     if out["frontend"] is not None:
         out["no_stats"] = None  # a Dynamo frontend's rows (requests, /metrics): its figures are the frontend ones
+    out["kv_transfers"] = _kv_transfers(store, name, h)
     return out
+
+
+def _kv_transfers(store: Store, name: str, h: Headline) -> dict[str, Any] | None:
+    """The KV transfers its connector logged (a NIXL decode worker): over the run and the steady state."""
+    events = store.events(name)
+    run = kv_transfers(events)
+    if run is None:
+        return None
+    steady = kv_transfers(events, h.start, h.end) if h.start is not None else None
+
+    def period(t: Any) -> dict[str, Any] | None:
+        return None if t is None else {"transfers": t.transfers, "failed": t.failed, "avg_ms": _num(t.avg_ms),
+                                       "lines": t.lines}
+    return {"run": period(run), "steady": period(steady)}
 
 
 def _frontend_summary(store: Store, name: str, steady_stats: pd.DataFrame,

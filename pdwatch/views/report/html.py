@@ -144,6 +144,7 @@ def render(report: dict[str, Any]) -> str:
         _findings(findings, groups, report.get("rules") or []),
         _endpoints(endpoints, deployment, findings, report.get("series") or {}, summary, groups),
         _frontends(endpoints),
+        _kv_transfers(endpoints),
         _deployment(deployment),
         _capacity(report.get("capacity") or []),
         _notices(notices),
@@ -423,6 +424,23 @@ def _frontends(endpoints: list[dict[str, Any]]) -> str:
         *outcomes,
         f'<p class="muted small">{_esc(FRONTEND_NOTE)}</p>',
         "</section>"])
+
+
+def _kv_transfers(endpoints: list[dict[str, Any]]) -> str:
+    """Each worker's KV transfers, from its connector's "KV Transfer metrics" lines."""
+    rows = []
+    for ep in endpoints:
+        for label, key in (("the run", "run"), ("steady state", "steady")):
+            t = (ep.get("kv_transfers") or {}).get(key)
+            if t:
+                rows.append(f'<tr><td>{_esc(ep.get("name"))}</td><td>{label}</td><td class="n">{_num(t["transfers"])}'
+                            f'</td><td class="n">{_num(t["failed"])}</td><td class="n">{_num(t["avg_ms"])}</td></tr>')
+    if not rows:
+        return ""
+    return ('<section id="kv-transfers"><h2>KV transfers <span class="muted">(each worker\'s connector lines)'
+            '</span></h2><div class="scroll"><table><thead><tr><th>endpoint</th><th>over</th>'
+            '<th class="n">transfers</th><th class="n">failed</th><th class="n">mean transfer ms</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div></section>')
 
 
 def _p50_p95(key: str, values: dict[str, Any]) -> str:

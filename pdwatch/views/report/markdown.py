@@ -25,6 +25,7 @@ def render(report: dict[str, Any]) -> str:
     out += _endpoints(sorted(report["endpoints"], key=lambda ep: rank.get(ep["name"], len(rank))))
     out += _deployment(report["deployment"])
     out += _frontends(report["endpoints"])
+    out += _kv_transfer_table(report["endpoints"])
     out += _capacity(report["capacity"])
     if report["notices"]:
         out += ["## Input notices", ""] + [f"- {_cell(n)}" for n in report["notices"]] + [""]
@@ -196,6 +197,23 @@ def _endpoints(endpoints: list[dict[str, Any]]) -> list[str]:
             cells = [f"{fmt_num(ep[k]['p50'])} / {fmt_num(ep[k]['p95'])}"
                      for k in ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct")]
         lines.append(f"| {_cell(ep['name'])} | {' | '.join(cells)} | {ep['stats_lines']} | {fmt_time(ep['last_seen'])} |")
+    return lines + [""]
+
+
+def _kv_transfer_table(endpoints: list[dict[str, Any]]) -> list[str]:
+    """Each worker's KV transfers, from its connector's "KV Transfer metrics" lines."""
+    rows = [ep for ep in endpoints if ep.get("kv_transfers")]
+    if not rows:
+        return []
+    lines = ["## KV transfers (each worker's connector lines)", "",
+             "| endpoint | over | transfers | failed | mean transfer ms |", "|---|---|---:|---:|---:|"]
+    for ep in rows:
+        for over in ("run", "steady"):
+            t = ep["kv_transfers"].get(over)
+            if t is None:
+                continue
+            lines.append(f"| {_cell(ep['name'])} | {'the run' if over == 'run' else 'steady state'} | "
+                         f"{fmt_num(t['transfers'])} | {fmt_num(t['failed'])} | {fmt_num(t['avg_ms'])} |")
     return lines + [""]
 
 
