@@ -408,9 +408,12 @@ def _frontends(endpoints: list[dict[str, Any]]) -> str:
                               for i, c in enumerate(cells))  # cell 3: the failed share, in red above 5%
             body.append(f'<tr><td>{_esc(ep.get("name"))}</td><td>{_esc(label)}<br><span class="muted small">'
                         f'{_esc(fmt_period(period))}</span></td>{numbers}</tr>')
+        failing = [(label, p) for label, p in periods if p.get("requests_failed") or p.get("by_error_type")]
+        if not failing:  # nothing failed: the table's zero says it
+            continue
         items = "".join(f'<li><strong>{_esc(label)}</strong>: HTTP status '
                         f'{_esc(by_status_text(p.get("by_status") or []))}; Dynamo error type '
-                        f'{_esc(by_error_type_text(p.get("by_error_type") or []))}</li>' for label, p in periods)
+                        f'{_esc(by_error_type_text(p.get("by_error_type") or []))}</li>' for label, p in failing)
         outcomes.append(f'<h3>Failed requests of {_esc(ep.get("name"))}</h3><ul class="outcomes">{items}</ul>')
     return "\n".join([
         '<section id="frontend">',
@@ -427,20 +430,22 @@ def _frontends(endpoints: list[dict[str, Any]]) -> str:
 
 
 def _kv_transfers(endpoints: list[dict[str, Any]]) -> str:
-    """Each worker's KV transfers, from its connector's "KV Transfer metrics" lines."""
-    rows = []
+    """Each worker's KV transfers, from its connector's "KV Transfer metrics" lines: one line each."""
+    items = []
     for ep in endpoints:
-        for label, key in (("the run", "run"), ("steady state", "steady")):
-            t = (ep.get("kv_transfers") or {}).get(key)
-            if t:
-                rows.append(f'<tr><td>{_esc(ep.get("name"))}</td><td>{label}</td><td class="n">{_num(t["transfers"])}'
-                            f'</td><td class="n">{_num(t["failed"])}</td><td class="n">{_num(t["avg_ms"])}</td></tr>')
-    if not rows:
+        kv = ep.get("kv_transfers") or {}
+        run, steady = kv.get("run"), kv.get("steady")
+        if not run:
+            continue
+        text = (f'<strong>{_esc(ep.get("name"))}</strong>: {_num(run["transfers"])} over the run '
+                f'({_num(run["failed"])} failed, mean {_num(run["avg_ms"])} ms)')
+        if steady:
+            text += f', {_num(steady["transfers"])} in the steady state (mean {_num(steady["avg_ms"])} ms)'
+        items.append(f"<li>{text}</li>")
+    if not items:
         return ""
     return ('<section id="kv-transfers"><h2>KV transfers <span class="muted">(each worker\'s connector lines)'
-            '</span></h2><div class="scroll"><table><thead><tr><th>endpoint</th><th>over</th>'
-            '<th class="n">transfers</th><th class="n">failed</th><th class="n">mean transfer ms</th></tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div></section>')
+            f'</span></h2><ul class="outcomes">{"".join(items)}</ul></section>')
 
 
 def _p50_p95(key: str, values: dict[str, Any]) -> str:
