@@ -105,6 +105,10 @@ class EndpointPane(Vertical, can_focus=True):
             self._fill()
 
     def _fill(self) -> None:
+        if len(self.children) != 4:
+            # removed while it mounted (a frontend whose first rows move it to the frontend strip):
+            # its children are gone, and so will it be
+            return
         row = self._row
         state = (row, self._top, self._severity, tuple(sorted(self._marks.items())))
         if state == self._shown:  # nothing changed: no update, no relayout
