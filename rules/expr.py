@@ -57,9 +57,10 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from pdwatch.units import DURATION_RE, duration_seconds
+
 from .errors import RuleSyntaxError
 from .nodes import BOOL, DUR, NUM, STR, Binary, Call, Field, Lit, Node, Samples, Unary
-from .span import DURATION_RE, duration_seconds
 from .typecheck import MAX_SECONDS, SCOPES, check, num_key
 
 MAX_LENGTH = 4000

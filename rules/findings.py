@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Iterable
 
 PENDING, FIRING, RESOLVED = "pending", "firing", "resolved"
+
+# The severity scale, worst first: its one definition, for the rule files, the diagnosis and every view.
+SEVERITIES = ("critical", "warning", "info")
+_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+def severity_rank(severity: str | None) -> int:
+    """Where a severity stands on the scale, worst first: 0 for critical, 1 warning, 2 info, and 3 for
+    none (an endpoint without a finding)."""
+    return _RANK.get(severity or "", len(SEVERITIES))
+
+
+def worst_severity(severities: Iterable[str | None]) -> str | None:
+    """The worst of some severities (None when there are none)."""
+    return min((s for s in severities if s), key=severity_rank, default=None)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-# One or more number+unit pairs, no spaces: 30s, 1.5m, 1m30s (ms before m).
-DURATION_RE = re.compile(r"(?:(?:\d+(?:\.\d+)?|\.\d+)(?:ms|s|m|h|d))+", re.ASCII)
-_PART_RE = re.compile(r"(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h|d)", re.ASCII)
+from pdwatch.units import DURATION_RE, duration_seconds
+
 _SAMPLES_RE = re.compile(r"(\d+)\s+samples?", re.ASCII)
 
 
@@ -49,11 +47,6 @@ class Span:
 
 
 ZERO = Span(seconds=0.0)
-
-
-def duration_seconds(text: str) -> float:
-    """Seconds of a ``DURATION_RE`` match such as ``1m30s``."""
-    return sum(float(num) * UNIT_SECONDS[unit] for num, unit in _PART_RE.findall(text))
 
 
 def parse_span(text: str) -> Span:

@@ -46,6 +46,7 @@ import yaml
 
 from .errors import RuleFileError, RuleProblem, RuleSyntaxError
 from .expr import SCOPES, Expr, compile_expr
+from .findings import SEVERITIES
 from .functions import uses_episode
 from .model import STATS_FIELDS, STORED_EVENT_KINDS
 from .nodes import BOOL, Binary, Node
@@ -54,7 +55,6 @@ from .template import EMPTY, Template, parse_template
 from .userregex import UserPattern
 from .yamlnodes import YamlProblem, compose, kind, line_of, scalar
 
-SEVERITIES = ("info", "warning", "critical")
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 _ID_RE = re.compile(r"[a-z][a-z0-9_]*")
 _RULE_KEYS = ("finding", "enabled", "scope", "when", "expr", "value", "for", "keep_firing_for",

@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from pdwatch.units import engine_ranges, fmt_precise
+
 from .errors import RuleSyntaxError
 from .expr import Expr, compile_expr
 from .nodes import BOOL, Call
@@ -97,7 +99,7 @@ def parse_template(text: str, scope: str, value: Expr | None = None) -> Template
 
 
 def join(parts: Sequence[str | EnginesHole], engines: Sequence[int]) -> str:
-    return "".join(fmt_engines(engines) if isinstance(p, EnginesHole) else p for p in parts)
+    return "".join(engine_ranges(engines) if isinstance(p, EnginesHole) else p for p in parts)
 
 
 def raw_fact_name(expr: Expr) -> str | None:
@@ -128,38 +130,4 @@ def fmt_value(v: Any, type_: str | None = None) -> str:
         return "unknown"
     if type_ == BOOL:
         return "true" if x == 1 else "false"
-    return fmt_num(x)
-
-
-def fmt_num(x: float) -> str:
-    if math.isinf(x):
-        return "infinite" if x > 0 else "-infinite"
-    a = abs(x)
-    if x == int(x) and a < 1e15:
-        return f"{int(x):,}"
-    if a >= 1000:
-        return f"{x:,.0f}"
-    if a >= 100:
-        return f"{x:.0f}"
-    if a >= 10:
-        return f"{x:.1f}"
-    if a >= 1:
-        return f"{x:.2f}".rstrip("0").rstrip(".")
-    return f"{x:.2g}"
-
-
-def fmt_engines(engines: Sequence[int]) -> str:
-    """``[0, 1, 2, 3, 5]`` -> ``0-3, 5``."""
-    es = sorted(set(int(e) for e in engines))
-    if not es:
-        return "-"
-    runs: list[str] = []
-    start = prev = es[0]
-    for e in es[1:] + [None]:  # type: ignore[list-item]
-        if e is not None and e == prev + 1:
-            prev = e
-            continue
-        runs.append(str(start) if start == prev else f"{start}-{prev}")
-        if e is not None:
-            start = prev = e
-    return ", ".join(runs)
+    return fmt_precise(x)

@@ -13,7 +13,7 @@ from typing import Any
 
 from pdwatch.capacity import arithmetic as ar
 from pdwatch.capacity.estimate import Capacity
-from pdwatch.capacity.units import fmt_bytes
+from pdwatch.units import fmt_bytes
 
 
 @dataclass(frozen=True)

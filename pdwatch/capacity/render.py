@@ -9,7 +9,7 @@ from typing import Any
 from pdwatch.capacity import arithmetic as ar
 from pdwatch.capacity.compare import Comparison, VllmView
 from pdwatch.capacity.estimate import Capacity
-from pdwatch.capacity.units import fmt_bytes as b
+from pdwatch.units import fmt_bytes as b
 
 Row = tuple[str, str, str]  # label, how, result
 _WIDTH = 100

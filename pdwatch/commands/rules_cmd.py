@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
 # -- export -------------------------------------------------------------------------------------------------
 def run_export(args: argparse.Namespace) -> int:
-    from pdwatch.sources.prometheus import parse_duration
+    from pdwatch.units import parse_duration
     from pdwatch.sources.promql import SelectorError, parse_selector
     from pdwatch.views import prometheus_rules as pr
 

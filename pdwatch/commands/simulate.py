@@ -15,17 +15,19 @@ from pdwatch.errors import UsageError
 from pdwatch.sim import NOISE_LEVELS, STYLES, LogOptions, SimConfig, parse_topology
 from pdwatch.sim import run as run_simulation
 from pdwatch.sim.scenarios import SCENARIOS
+from pdwatch.units import parse_duration as parse_duration_text
 
-_DURATION = regex.compile(r"(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?:(?P<s>\d+(?:\.\d+)?)s?)?")
 DEFAULTS = {"topology": "4xDEP2-1xDEP8", "cc": 3072, "isl": 8192, "osl": 1024, "duration": "15m", "style": "vllm"}
 
 
 def parse_duration(text: str) -> float:
-    """``15m``, ``90s``, ``1h30m``, ``120`` (seconds) -> seconds; UsageError otherwise."""
-    m = _DURATION.fullmatch(text.strip())
-    if not text.strip() or m is None or not any(m.group(k) for k in "hms"):
+    """``--duration``: ``15m``, ``90s``, ``1h30m`` or a number of seconds (``120``); UsageError otherwise."""
+    value = text.strip()
+    seconds = parse_duration_text(value)
+    if seconds is None and regex.fullmatch(r"\d+(?:\.\d+)?", value):
+        seconds = float(value)
+    if seconds is None:
         raise UsageError(f"--duration {text!r}: expected a duration such as 90s, 15m or 1h30m")
-    seconds = sum(float(m.group(k) or 0) * f for k, f in (("h", 3600), ("m", 60), ("s", 1)))
     if seconds <= 0:
         raise UsageError(f"--duration {text!r}: must be more than zero")
     return seconds

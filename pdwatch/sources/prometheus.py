@@ -38,6 +38,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from pdwatch.units import fmt_span, parse_duration
+
 from .prom_api import PromClient, PromError
 from .promql import Matcher, SelectorError, labels_text, parse_selector, render
 from .records import SampleBlock, SourceNotice
@@ -166,19 +168,6 @@ def role_from_labels(labels: dict[str, str], prefill_namespaces: frozenset[str] 
 
 
 # -- time ---------------------------------------------------------------------------------------------
-_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)(ms|s|m|h|d|w))+")
-_UNIT = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str) -> float | None:
-    """``30m``, ``1h30m``, ``90s``, ``2d`` -> seconds; None when it is not a duration."""
-    text = text.strip()
-    if not _DURATION.fullmatch(text):
-        return None
-    return sum(float(n) * _SECONDS[u] for n, u in _UNIT.findall(text))
-
-
 def parse_when(text: str, now: float, what: str) -> float:
     """A time for ``--since``/``--until``: a duration back from now (``30m``), ``now``, ISO 8601
     (``2026-12-02T03:16:00Z``; without a zone: UTC) or seconds since the epoch."""
@@ -208,14 +197,6 @@ def _utc(epoch: float) -> datetime:
 
 def fmt_time(epoch: float) -> str:
     return _utc(epoch).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def fmt_span(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.3g} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.3g} min"
-    return f"{seconds:.3g} s"
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ from pdwatch.rules import Rule
 from pdwatch.rules.nodes import BOOL, STR, Binary, Call, Field, Lit, Node, Samples, Unary
 from pdwatch.rules.template import Hole, Template
 from pdwatch.sources.promql import Matcher, quote
+from pdwatch.units import fmt_compact_duration
 
 GROUP = "pdwatch"
 FACT_SERIES = "pdwatch_fact"
@@ -120,7 +121,7 @@ def _by(labels: Iterable[str]) -> str:
 def field_rules(o: ExportOptions) -> list[tuple[str, str, str]]:
     """(record name, PromQL, level) of each stats field pdwatch maps from /metrics, and the universes."""
     e, p = _by(o.engine_labels), _by(o.endpoint_labels)
-    r = duration(3 * o.interval_s)  # irate's range: the last two scrapes, one missed scrape allowed
+    r = fmt_compact_duration(3 * o.interval_s)  # irate's range: the last two scrapes, one missed scrape allowed
     kv_now, kv_old = KV_USAGE[:2]  # vLLM's; a Dynamo worker's own gauge is read by the log path only
     out = [
         (ENGINES, f"group by ({e}) ({RUNNING})", "engine"),
@@ -156,17 +157,6 @@ def field_rules(o: ExportOptions) -> list[tuple[str, str, str]]:
 def _field_levels(o: ExportOptions) -> dict[str, str]:
     return {name.removeprefix("pdwatch:"): level for name, _, level in field_rules(o)
             if name not in (ENGINES, ENDPOINTS)}
-
-
-def duration(seconds: float) -> str:
-    """A PromQL duration (``59s999ms``)."""
-    ms = max(1, round(seconds * 1000))
-    parts = []
-    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
-        if ms >= size:
-            parts.append(f"{ms // size}{unit}")
-            ms %= size
-    return "".join(parts)
 
 
 def number(x: float) -> str:
@@ -579,7 +569,7 @@ class Translator:
         if name == "samples":
             seconds = self.window_seconds(node.args[0], ctx)
             series = self.leaf("pdwatch:running", "engine", replace(ctx, rows=True))
-            per = f"count_over_time({series.q}[{duration(seconds - 0.001)}])"
+            per = f"count_over_time({series.q}[{fmt_compact_duration(seconds - 0.001)}])"
             return self._pool(per, "sum", ctx, "engine")
         if name == "last" and len(node.args) == 1:
             seconds = 3 * self.o.interval_s  # pdwatch: the newest line of the last 3 intervals
@@ -593,8 +583,8 @@ class Translator:
             if name in ("avg", "min", "max", "last", "first", "p50", "p90", "p99", "quantile"):
                 return x
             raise Untranslatable(f"{name}() of a constant")
-        rng = duration(seconds - 0.001)  # pdwatch's window is (now - W, now]
-        sel = f"{x.plain}[{rng}]" if x.plain else f"({x.q})[{rng}:{duration(self.o.interval_s)}]"
+        rng = fmt_compact_duration(seconds - 0.001)  # pdwatch's window is (now - W, now]
+        sel = f"{x.plain}[{rng}]" if x.plain else f"({x.q})[{rng}:{fmt_compact_duration(self.o.interval_s)}]"
         level = x.level
         if name in ("avg", "fraction"):
             return self._mean(sel, ctx, level)
@@ -878,7 +868,7 @@ def _alert(rule: Rule, expr: str, severity: str, summary: Template, explanation:
     alert: dict[str, Any] = {"alert": rule.finding, "expr": _Literal(expr)}
     hold = rule.for_.hold_us(o.interval_s * 1e6) / 1e6
     if hold > 0:
-        alert["for"] = duration(hold)
+        alert["for"] = fmt_compact_duration(hold)
     alert["labels"] = {"severity": severity, **{k: str(v) for k, v in sorted(rule.labels.items())}}
     description = annotation(explanation, rule, tr)
     fix = annotation(recommendation, rule, tr)
@@ -915,7 +905,7 @@ def _stats_missing(rule: Rule, o: ExportOptions) -> list[dict[str, Any]]:
     vllm: series at all (--disable-log-stats on vLLM 0.32), while another endpoint does."""
     p, d, target = _by(o.endpoint_labels), _by(o.deployment_labels), _by(o.endpoint_labels[:-1])
     # silent for more than 3 stats intervals: no sample in the last 3 (a range includes its start)
-    recent = f"group by ({p}) (present_over_time({RUNNING}[{duration(3 * o.interval_s)}]))"
+    recent = f"group by ({p}) (present_over_time({RUNNING}[{fmt_compact_duration(3 * o.interval_s)}]))"
     clauses = [f"group by ({p}) (present_over_time({RUNNING}[1h])) unless on({target}) {recent}"]
     if o.match:
         up = "up{" + ",".join(m.promql() for m in o.match) + "}"
@@ -926,7 +916,7 @@ def _stats_missing(rule: Rule, o: ExportOptions) -> list[dict[str, Any]]:
     checked = "its target is down or its page has no vllm: series" + (
         "" if o.match else " (after serving some in the last hour)")
     return [{
-        "alert": rule.finding, "expr": _Literal(expr), "for": duration(hold),
+        "alert": rule.finding, "expr": _Literal(expr), "for": fmt_compact_duration(hold),
         "labels": {"severity": rule.severity, **{k: str(v) for k, v in sorted(rule.labels.items())}},
         "annotations": {
             "summary": "{{ $labels.instance }} ({{ with $labels.role }}{{ . }}{{ else }}unknown{{ end }}) serves "
@@ -970,9 +960,9 @@ def export(rules: list[Rule], options: ExportOptions) -> Export:
         records.append({"record": FACT_SERIES, "expr": f"vector({number(given.value)})", "labels": labels})
     for fact in sorted(facts - DEPLOYMENT_FACTS):
         records.append({"record": f"pdwatch:fact:{fact}", "expr": _Literal(_fact_join(fact, options))})
-    group = {"name": GROUP, "interval": duration(options.interval_s), "rules": records + alerts}
+    group = {"name": GROUP, "interval": fmt_compact_duration(options.interval_s), "rules": records + alerts}
     head = ("# pdwatch's rules for Prometheus (pdwatch rules export --format prometheus).\n"
-            f"# Evaluated every {duration(options.interval_s)}: set it to the scrape interval of the vLLM "
+            f"# Evaluated every {fmt_compact_duration(options.interval_s)}: set it to the scrape interval of the vLLM "
             "targets (--interval), one stats line per scrape.\n"
             f"# Exported: {', '.join(out.exported) or 'none'}.\n"
             + "".join(f"# Left out: {r}: {why}.\n" for r, why in out.left_out)

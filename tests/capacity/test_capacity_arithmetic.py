@@ -7,7 +7,7 @@ import pytest
 from pdwatch.capacity import CapacityError, CapacityInputs, estimate, model_spec
 from pdwatch.capacity import arithmetic as ar
 from pdwatch.capacity.topology import parse_topology
-from pdwatch.capacity.units import fmt_bytes
+from pdwatch.units import fmt_bytes
 from tests.capacity.test_capacity_article import ARTICLE_CONFIG
 
 

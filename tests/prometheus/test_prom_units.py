@@ -9,7 +9,8 @@ import pytest
 from pdwatch.errors import UsageError
 from pdwatch.model.deployment import DeploymentModel, EndpointSpec, name_from_file
 from pdwatch.model.topology_file import load_topology
-from pdwatch.sources.prometheus import (endpoint_name, parse_duration, parse_prom, parse_when, role_from_labels,
+from pdwatch.units import parse_duration
+from pdwatch.sources.prometheus import (endpoint_name, parse_prom, parse_when, role_from_labels,
                                         source_labels, target_source)
 from pdwatch.sources.promql import Matcher, SelectorError, labels_text, matches_all, parse_selector, quote, render
 

@@ -9,7 +9,8 @@ import pytest
 from rule_helpers import at, engine_for, one, run, view
 
 from pdwatch.rules import DeploymentView, RuleEngine, load_rules
-from pdwatch.rules.template import fmt_engines, fmt_num
+from pdwatch.units import engine_ranges as fmt_engines
+from pdwatch.units import fmt_precise as fmt_num
 
 QUEUE = """
 finding: queue

@@ -3,34 +3,14 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
 from pdwatch.session.triage import group_findings, worst_first
+from pdwatch.units import fmt_iso as fmt_time
+from pdwatch.units import fmt_num
 
 # A command-line flag in rule text (--max-num-batched-tokens): shown as code that does not break.
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
-
-
-def fmt_num(value: Any) -> str:
-    if value is None:
-        return "?"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, (int, float)):
-        if abs(value) >= 100 or float(value).is_integer():
-            return f"{value:,.0f}"
-        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.2f}"
-    return str(value)
-
-
-def fmt_time(iso: str | None) -> str:
-    if not iso:
-        return "?"
-    try:
-        return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S %Z").strip()
-    except ValueError:
-        return iso
 
 
 def fmt_window(window: dict[str, Any] | None) -> str:

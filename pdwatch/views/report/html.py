@@ -15,6 +15,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
+from pdwatch.units import engine_ranges, fmt_duration, fmt_short
 from pdwatch.views.report.format import (FLAG, FRONTEND_NOTE, NOT_SCRAPED, by_error_type_text, by_status_text, fmt_num,
                                          fmt_period, fmt_time, fmt_window, frontend_cells, ordered_endpoints,
                                          ordered_groups)
@@ -76,16 +77,6 @@ def _time(iso: Any) -> str:
     return _esc(fmt_time(iso if isinstance(iso, str) else None))
 
 
-def _ranges(engines: Iterable[Any]) -> str:
-    engines = list(engines or [])
-    if not engines:
-        return "-"
-    if all(isinstance(e, int) for e in engines) and len(engines) > 2 \
-            and engines == list(range(engines[0], engines[-1] + 1)):
-        return f"{engines[0]}-{engines[-1]}"
-    return ", ".join(str(e) for e in engines)
-
-
 def _or_q(value: Any) -> Any:
     return "?" if value is None else value
 
@@ -100,17 +91,6 @@ def _epoch(iso: Any) -> float | None:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, sec = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {sec} s" if sec else f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
 def _severity(finding: dict[str, Any]) -> str:
@@ -251,7 +231,7 @@ def _where(finding: dict[str, Any]) -> str:
     where = f'<strong>{_esc(finding.get("endpoint") or "the deployment")}</strong>'
     engines = finding.get("engines") or []
     if engines:
-        where += f' <span class="muted">(engine{"s" if len(engines) > 1 else ""} {_esc(_ranges(engines))})</span>'
+        where += f' <span class="muted">(engine{"s" if len(engines) > 1 else ""} {_esc(engine_ranges(engines, shortest_run=3))})</span>'
     return where
 
 
@@ -266,7 +246,7 @@ def _when(finding: dict[str, Any], short: bool = False) -> str:
     text = f"{start_text} to {until}"
     a, b = _epoch(start), _epoch(end)
     if a is not None and b is not None:
-        text += f" ({_duration(b - a)})"
+        text += f" ({fmt_duration(b - a)})"
     return _esc(text)
 
 
@@ -569,7 +549,7 @@ def _multiples(n: int, cluster: list[Any], roles: dict[Any, dict[str, Any]], ser
         svg = _chart(n * 100 + j, spec, series[name], domain, bands, summary.get("window"), small=True)
         figs.append(f'<figure class="sm"><figcaption><strong>{_esc(name)}</strong></figcaption>{svg}</figure>')
     head = (f'<h3>{_esc(endpoint_label(cluster))} <span class="role">{_esc(role)}</span> '
-            f'<span class="muted small">{len(cluster)} alike: tokens/s each, one scale (0 to {_esc(_tick_label(top))})'
+            f'<span class="muted small">{len(cluster)} alike: tokens/s each, one scale (0 to {_esc(fmt_short(top, "tick"))})'
             f'</span>{" " + links if links else ""}</h3>')
     return f'<div class="ep-multiples">{head}<div class="multiples">{"".join(figs)}</div></div>'
 
@@ -652,17 +632,6 @@ def _nice_step(span: float, target: int = 4) -> float:
         if raw <= m * mag:
             return m * mag
     return 10 * mag
-
-
-def _tick_label(v: float) -> str:
-    a = abs(v)
-    if a >= 1e6:
-        return f"{v / 1e6:.3g}M"
-    if a >= 1e4:
-        return f"{v / 1e3:.3g}k"
-    if a >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.0f}" if float(v).is_integer() else f"{v:.3g}"
 
 
 def _time_ticks(lo: float, hi: float, tz: Any, most: int = 6) -> list[tuple[float, str]]:
@@ -760,7 +729,7 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
     while v <= vmax + 1e-9:
         y = sy(v)
         svg.append(f'<line x1="{x0}" y1="{_f(y)}" x2="{x1}" y2="{_f(y)}" class="grid"/>')
-        svg.append(f'<text x="{x0 - 4}" y="{_f(y + 3.5)}" class="ylab">{_esc(_tick_label(v))}</text>')
+        svg.append(f'<text x="{x0 - 4}" y="{_f(y + 3.5)}" class="ylab">{_esc(fmt_short(v, "tick"))}</text>')
         v += step
     # x ticks
     for t, label in _time_ticks(lo, hi, tz, 3 if small else 6):
@@ -839,7 +808,7 @@ def _deployment(deployment: dict[str, Any]) -> str:
         name = _esc(ep.get("name")) if len(same) == 1 else (
             f'{_esc(endpoint_label([e.get("name") for e in same]))} <span class="muted">({len(same)} alike, each)</span>')
         rows.append(f'<tr><td>{name}{model}</td><td>{role_text}</td>'
-                    f'<td>{_esc(_ranges(ep.get("engines")))}</td><td class="n">{gpus}</td>'
+                    f'<td>{_esc(engine_ranges(ep.get("engines"), shortest_run=3))}</td><td class="n">{gpus}</td>'
                     f'<td>{_esc(ep.get("version") or "?")}</td><td><ul class="args">{args}</ul></td>'
                     f'<td class="src">{sources}</td></tr>')
     out = ['<section id="deployment">', "<h2>Deployment</h2>",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from rich.text import Text
+
+from pdwatch.units import fmt_age, fmt_count as count, fmt_datetime, fmt_short
+from pdwatch.units import fmt_clock as time_text
 
 SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow", "info": "bold white on blue"}
 ROLE_STYLE = {"prefill": "bold cyan", "decode": "bold magenta", "aggregated": "bold green", "frontend": "bold",
@@ -12,36 +15,13 @@ ROLE_STYLE = {"prefill": "bold cyan", "decode": "bold magenta", "aggregated": "b
 KV_WARN, KV_CRIT = 80.0, 95.0  # KV usage thresholds of the bar (%)
 
 
-
 def fmt_rate(value: float | None) -> str:
     """Tokens/s for a narrow column: 1,234 / 12.3k / 1.23M."""
-    if value is None:
-        return "?"
-    a = abs(value)
-    if a >= 1e6:
-        return f"{value / 1e6:.2f}M"
-    if a >= 1e4:
-        return f"{value / 1e3:.1f}k"
-    return f"{value:,.0f}"
-
-
-def fmt_age(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    s = int(seconds)
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m{s % 60:02d}s"
-    return str(timedelta(seconds=s))
+    return fmt_short(value, "column")
 
 
 def clock_text(value: datetime | None) -> str:
-    return "--:--:--" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def time_text(value: datetime | None) -> str:
-    return "?" if value is None else value.strftime("%H:%M:%S")
+    return fmt_datetime(value, unknown="--:--:--")
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0))}
@@ -88,10 +68,6 @@ def severity_short(sev: str) -> Text:
 
 def rate(value: float | None) -> str:
     return fmt_rate(value)
-
-
-def count(value: float | None) -> str:
-    return "?" if value is None else f"{value:,.0f}"
 
 
 __all__ = ["clock_text", "time_text", "log_text", "severity", "kv_bar", "rate", "count", "fmt_age", "ROLE_STYLE",

@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from pdwatch.session.snapshot import EndpointRow, FrontendSummary
+from pdwatch.units import fmt_pct
 
 from .format import SEVERITY_FG, count, log_text, rate
 
@@ -75,7 +76,7 @@ def frontend_lines(row: EndpointRow, f: FrontendSummary, severity: str | None, w
     else:
         style = "bold red" if pct > 5 else "bold yellow" if pct > 0 else "green"
         first.append(", ")
-        first.append(f"{_pct(pct)} failed", style=style)
+        first.append(f"{fmt_pct(pct)} failed", style=style)
         why = [*f.statuses[:2 if width >= WIDE else 1], *f.error_types[:1]]  # the commonest first
         if f.requests_failed and why:
             first.append(" (")
@@ -114,10 +115,6 @@ def _fit(line: Text, width: int) -> Text:
 
 def _per_s(value: float) -> str:
     return f"{value:.1f}" if value < 100 else rate(value)
-
-
-def _pct(value: float) -> str:
-    return f"{value:.0f}%" if value >= 10 or value == 0 else f"{value:.1f}%"
 
 
 def _seconds(value: float | None) -> str:
