@@ -15,9 +15,10 @@ import numpy as np
 from .layout import MISSING, Layout, Layouts
 from .model import DEFAULT_STATS_INTERVAL_S, DeploymentView
 from .reduce import RowSel
+from .span import Span
 from .values import NAN, broadcast
 
-_DEFAULT_IV_US = int(DEFAULT_STATS_INTERVAL_S * 1e6)
+DEFAULT_INTERVAL_US = int(DEFAULT_STATS_INTERVAL_S * 1e6)
 
 
 class Evaluation:
@@ -73,20 +74,11 @@ class Ctx:
 
     def select_between(self, lo: Any, hi: Any) -> RowSel:
         """Rows with lo < ts <= hi (relative us, scalars or per instance)."""
-        lay, n = self.lay, self.n
-        span = lay.span
-        inst = np.arange(n, dtype=np.int64)
-        lo = np.clip(np.asarray(lo, dtype=np.float64), -1, span - 1).astype(np.int64)
-        hi = np.clip(np.asarray(hi, dtype=np.float64), -1, span - 1).astype(np.int64)
-        start = np.searchsorted(lay.key, inst * span + lo, side="right")
-        end = np.searchsorted(lay.key, inst * span + hi, side="right")
-        cnt = np.maximum(end - start, 0)
-        off = np.cumsum(cnt) - cnt
-        tot = int(cnt.sum())
-        rows_inst = np.repeat(inst, cnt)
-        idx = np.arange(tot, dtype=np.int64) + np.repeat(start - off, cnt)
-        ts = (lay.ts[idx] - self.now) / 1e6
-        return RowSel(idx, rows_inst, off, cnt, ts)
+        return rows_between(self.lay, self.instances(), lo, hi, self.now)
+
+    def instances(self) -> np.ndarray:
+        """The layout's instance each of this context's places stands for (here: all, in order)."""
+        return np.arange(self.n, dtype=np.int64)
 
     def column(self, name: str) -> np.ndarray:
         sel = self.sel
@@ -101,12 +93,7 @@ class Ctx:
         key = ("extent",)
         got = self.cache.get(key)
         if got is None:
-            lay = self.lay
-            base = np.arange(self.n, dtype=np.int64) * lay.span
-            hi = min(max(self.now, -1), lay.span - 1)
-            got = (np.searchsorted(lay.key, base - 1, side="right"),
-                   np.searchsorted(lay.key, base + hi, side="right"))
-            self.cache[key] = got
+            got = self.cache[key] = rows_up_to(self.lay, self.instances(), self.now)
         return got
 
     # -- per-instance facts ------------------------------------------------------------
@@ -149,24 +136,35 @@ class Ctx:
         return self._iv
 
     def _interval(self) -> np.ndarray:
-        lay = self.lay
-        if lay.kind == "deployment":
-            # The finest serving endpoint's: a frontend's rows come per scrape or per second of
-            # requests, not per vLLM stats interval.
-            ep = self.ev.ctx("endpoint").interval_us()
-            serving = np.array([e.role != "frontend" for e in lay.view.endpoints], dtype=bool)
-            if len(ep) and serving.any():
-                ep = ep[serving]
-            return np.array([ep.min() if len(ep) else _DEFAULT_IV_US], dtype=np.float64)
+        if self.lay.kind == "deployment":
+            return self._deployment_interval()
         fact = self.fact("stats_interval_s")
         if fact.dtype == object:
             fact = np.array([v if isinstance(v, (int, float)) else NAN for v in fact], dtype=np.float64)
         out = fact * 1e6
         bad = ~(out > 0)
         if bad.any():
-            measured = self._measured_interval_us(bad)
-            out = np.where(bad, measured, out)
+            out = np.where(bad, self._measured_interval_us(bad), out)
         return out
+
+    def _deployment_interval(self) -> np.ndarray:
+        # The finest serving endpoint's: a frontend's rows come per scrape or per second of
+        # requests, not per vLLM stats interval.
+        ep = self.ev.ctx("endpoint").interval_us()
+        serving = serving_endpoints(self.lay)
+        if len(ep) and serving.any():
+            ep = ep[serving]
+        return np.array([ep.min() if len(ep) else DEFAULT_INTERVAL_US], dtype=np.float64)
+
+    def span_us(self, span: Span, hold: bool) -> np.ndarray | None:
+        """Per instance, in us: ``span`` as a ``for:`` hold (``hold``) or as a ``keep_firing_for:``
+        grace; None for a zero grace (none: the alert resolves at once)."""
+        if span.is_zero:
+            return None if not hold else np.zeros(self.n)
+        if span.samples is None:
+            return np.full(self.n, float(span.window_us(0)))
+        iv = self.interval_us()
+        return span.hold_us(iv) if hold else span.window_us(iv)
 
     def _measured_interval_us(self, needed: np.ndarray) -> np.ndarray:
         # Median spacing of each engine's lines up to now; an endpoint takes the median of
@@ -178,7 +176,7 @@ class Ctx:
         start, end = eng.extent()
         start = np.maximum(start, end - 64)  # the latest lines say the current interval
         engines_needed = needed if self.lay.kind == "engine" else np.isin(elay.ep, np.flatnonzero(needed))
-        per_engine = np.full(elay.n, float(_DEFAULT_IV_US))
+        per_engine = np.full(elay.n, float(DEFAULT_INTERVAL_US))
         for i in np.flatnonzero((end - start >= 2) & engines_needed):
             d = np.diff(elay.ts[start[i]:end[i]])
             d = d[d > 0]
@@ -186,7 +184,7 @@ class Ctx:
                 per_engine[i] = float(np.median(d))
         if self.lay.kind == "engine":
             return per_engine
-        out = np.full(self.n, float(_DEFAULT_IV_US))
+        out = np.full(self.n, float(DEFAULT_INTERVAL_US))
         for i in np.flatnonzero(needed):
             mine = per_engine[elay.ep == i]
             if len(mine):
@@ -195,3 +193,36 @@ class Ctx:
 
     def full(self, v: Any) -> np.ndarray:
         return broadcast(v, self.n)
+
+
+# -- window bounds: shared by a step's context and a sweep's (rules.sweep) --------------------------------
+
+def rows_between(lay: Layout, inst: np.ndarray, lo: Any, hi: Any, now: Any) -> RowSel:
+    """The rows of instances ``inst`` with lo < ts <= hi (relative us, scalars or one per place), their
+    times relative to ``now`` (in s)."""
+    span = lay.span
+    lo = np.clip(np.asarray(lo, dtype=np.float64), -1, span - 1).astype(np.int64)
+    hi = np.clip(np.asarray(hi, dtype=np.float64), -1, span - 1).astype(np.int64)
+    base = inst * span
+    start = np.searchsorted(lay.key, base + lo, side="right")
+    end = np.searchsorted(lay.key, base + hi, side="right")
+    cnt = np.maximum(end - start, 0)
+    off = np.cumsum(cnt) - cnt
+    tot = int(cnt.sum())
+    rows_inst = np.repeat(np.arange(len(inst), dtype=np.int64), cnt)
+    idx = np.arange(tot, dtype=np.int64) + np.repeat(start - off, cnt)
+    ts = (lay.ts[idx] - (now[rows_inst] if isinstance(now, np.ndarray) else now)) / 1e6
+    return RowSel(idx, rows_inst, off, cnt, ts)
+
+
+def rows_up_to(lay: Layout, inst: np.ndarray, now: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per place, [start, end) of instance ``inst``'s rows with ts <= now (no rows gathered)."""
+    base = inst * lay.span
+    hi = np.clip(now, -1, lay.span - 1)
+    return (np.searchsorted(lay.key, base - 1, side="right"),
+            np.searchsorted(lay.key, base + hi, side="right"))
+
+
+def serving_endpoints(lay: Layout) -> np.ndarray:
+    """Which of the view's endpoints serve (a frontend does not)."""
+    return np.array([e.role != "frontend" for e in lay.view.endpoints], dtype=bool)

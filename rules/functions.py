@@ -15,7 +15,6 @@ Parameter kinds:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -23,24 +22,12 @@ import numpy as np
 from . import reduce as R
 from .context import Ctx
 from .layout import MISSING, NAT
-from .nodes import ANY, BOOL, DUR, NUM, STR, Call, Lit, Node, Samples, ev
+from .nodes import ANY, BOOL, DUR, NUM, STR, Call, Fn, Lit, Node, Samples, ev
 from .userregex import UserPattern
 from .values import NAN, broadcast, to_num
 
 ALL_SCOPES = frozenset({"engine", "endpoint", "deployment"})
 ENDPOINT_SCOPES = frozenset({"engine", "endpoint"})
-
-
-@dataclass(frozen=True)
-class Fn:
-    name: str
-    params: tuple[str, ...]
-    returns: str
-    kind: str  # "window" (reads a window of rows), "inst", "elem" (elementwise), "peer"
-    scopes: frozenset[str]
-    impl: Callable[[Ctx, Call], Any]
-    optional: int = 0  # trailing optional parameters
-    doc: str = ""
 
 
 # -- windows ---------------------------------------------------------------------------
@@ -370,11 +357,11 @@ def _peer(how: str) -> Callable[[Ctx, Call], Any]:
             return ctx.sweep.peer(ctx, node.args[1], mask, how)
         ectx = ctx.ev.ctx("endpoint")
         vals = broadcast(to_num(ev(node.args[1], ectx)), ectx.n)[mask]
-        return np.full(ctx.n, _peer_reduce(how, vals))
+        return np.full(ctx.n, peer_reduce(how, vals))
     return impl
 
 
-def _peer_reduce(how: str, v: np.ndarray) -> float:
+def peer_reduce(how: str, v: np.ndarray) -> float:
     known = v[~np.isnan(v)]
     if how in ("any", "all"):
         if how == "any":

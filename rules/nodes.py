@@ -8,7 +8,8 @@ window function), and a canonical ``key`` text used to share results between rul
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -16,9 +17,21 @@ from .values import arith, compare, logic_and, logic_not, logic_or, to_num
 
 if TYPE_CHECKING:
     from .context import Ctx
-    from .functions import Fn
 
 NUM, BOOL, STR, DUR, ANY = "number", "boolean", "string", "duration", "any"
+
+
+@dataclass(frozen=True)
+class Fn:
+    """A function of the rule language, as a call node refers to it (the table is ``rules.functions``)."""
+    name: str
+    params: tuple[str, ...]
+    returns: str
+    kind: str  # "window" (reads a window of rows), "inst", "elem" (elementwise), "peer"
+    scopes: frozenset[str]
+    impl: Callable[["Ctx", "Call"], Any]
+    optional: int = 0  # trailing optional parameters
+    doc: str = ""
 
 
 class Node:
@@ -54,19 +67,19 @@ def ev(node: Node, ctx: "Ctx") -> Any:
         if not node.rowwise:  # an instance value inside a window: one per row of its instance
             v = ev(node, ctx.base)
             return v[ctx.sel.inst] if isinstance(v, np.ndarray) else v
-        return _scalar(node._eval(ctx))
+        return scalar(node._eval(ctx))
     cache = ctx.cache
     got = cache.get(node.key)
     if got is None:
         if ctx.sweep is not None:  # many clock times at once (rules.sweep)
             got = ctx.sweep.evaluate(node, ctx)
         else:
-            got = _scalar(node._eval(ctx))
+            got = scalar(node._eval(ctx))
         cache[node.key] = got
     return got
 
 
-def _scalar(v: Any) -> Any:
+def scalar(v: Any) -> Any:
     """numpy returns 0-d arrays for operations on literals only: make them plain scalars."""
     return v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v
 
@@ -151,7 +164,7 @@ class Binary(Node):
 class Call(Node):
     def __init__(self, name: str, args: list[Node], col: int, name_col: int) -> None:
         self.name, self.args, self.col, self.name_col = name, args, col, name_col
-        self.fn: "Fn | None" = None
+        self.fn: Fn | None = None
         self.rekey()
 
     def rekey(self) -> None:

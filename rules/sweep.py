@@ -31,24 +31,24 @@ on the order of its searches.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass, replace
+from typing import Any, Callable
 
 import numpy as np
 
-from .context import _DEFAULT_IV_US, Ctx, Evaluation
+from .alerts import Alert, AlertBook, engines_of
+from .context import DEFAULT_INTERVAL_US, Ctx, Evaluation, serving_endpoints
 from .evidence import EvidenceLog, Quote, add_event_quotes, lookback_us, stats_text
-from .findings import FIRING, PENDING, RESOLVED
+from .findings import FIRING, PENDING
+from .functions import peer_reduce
 from .layout import NAT, Layout, Layouts
 from .model import DeploymentView
-from .nodes import Binary, Call, Field, Lit, Node, Samples, Unary, _scalar, ev
+from .nodes import Binary, Call, Field, Lit, Node, Samples, Unary, scalar, ev
 from .reduce import RowSel
 from .spec import Rule
+from .step import step
+from .texts import refresh
 from .values import NAN, broadcast, logic_and, logic_or, to_num
-
-if TYPE_CHECKING:
-    from .alerts import _Alert
-    from .engine import RuleEngine
 
 # Rows a chunk of the clock may gather in one window (the time axis is cut so that the
 # widest window of any rule stays under it): memory stays bounded whatever the run's length.
@@ -159,7 +159,7 @@ class Sweep:
             return v[ctx.base_inst] if isinstance(v, np.ndarray) else v
         if isinstance(node, Binary) and node.op in ("and", "or"):
             return self._logic(node, ctx)
-        return _scalar(node._eval(ctx))
+        return scalar(node._eval(ctx))
 
     def _logic(self, node: Binary, ctx: "SweepCtx") -> Any:
         a = ev(node.a, ctx)
@@ -181,12 +181,11 @@ class Sweep:
 
     # -- the functions that look across instances or at the clock's past -------------------
     def peer(self, ctx: "SweepCtx", arg: Node, mask: np.ndarray, how: str) -> np.ndarray:
-        from .functions import _peer_reduce
         tset, where = ctx.times_used()
         grid = self.grid("endpoint", tset)
         vals = broadcast(to_num(ev(arg, grid)), grid.n).reshape(len(tset), grid.lay.n)[:, mask]
         if vals.shape[1] == 0:
-            per_time = np.full(len(tset), _peer_reduce(how, vals[0] if len(vals) else np.empty(0)))
+            per_time = np.full(len(tset), peer_reduce(how, vals[0] if len(vals) else np.empty(0)))
         elif how in ("min", "max"):
             per_time = (np.fmin if how == "min" else np.fmax).reduce(vals, axis=1)
         elif how == "any":
@@ -196,7 +195,7 @@ class Sweep:
             unknown = np.isnan(vals).any(axis=1)
             per_time = np.where((vals == 0).any(axis=1), 0.0, np.where(unknown, NAN, 1.0))
         else:  # sums and means as the step engine adds them, one time at a time
-            per_time = np.array([_peer_reduce(how, row) for row in vals], dtype=np.float64)
+            per_time = np.array([peer_reduce(how, row) for row in vals], dtype=np.float64)
         return per_time[where]
 
     def before(self, ctx: "SweepCtx", node: Call, step_fn: Callable[[Ctx, Call], np.ndarray]) -> np.ndarray:
@@ -248,34 +247,8 @@ class SweepCtx(Ctx):
             self._used = (tset, np.searchsorted(tset, self.tidx))
         return self._used
 
-    # -- windows -----------------------------------------------------------------------
-    def select_between(self, lo: Any, hi: Any) -> RowSel:
-        lay = self.lay
-        span = lay.span
-        lo = np.clip(np.asarray(lo, dtype=np.float64), -1, span - 1).astype(np.int64)
-        hi = np.clip(np.asarray(hi, dtype=np.float64), -1, span - 1).astype(np.int64)
-        base = self.base_inst * span
-        start = np.searchsorted(lay.key, base + lo, side="right")
-        end = np.searchsorted(lay.key, base + hi, side="right")
-        cnt = np.maximum(end - start, 0)
-        off = np.cumsum(cnt) - cnt
-        tot = int(cnt.sum())
-        rows_inst = np.repeat(np.arange(self.n, dtype=np.int64), cnt)
-        idx = np.arange(tot, dtype=np.int64) + np.repeat(start - off, cnt)
-        ts = (lay.ts[idx] - self._now[rows_inst]) / 1e6
-        return RowSel(idx, rows_inst, off, cnt, ts)
-
-    def extent(self) -> tuple[np.ndarray, np.ndarray]:
-        key = ("extent",)
-        got = self.cache.get(key)
-        if got is None:
-            lay = self.lay
-            base = self.base_inst * lay.span
-            hi = np.clip(self._now, -1, lay.span - 1)
-            got = (np.searchsorted(lay.key, base - 1, side="right"),
-                   np.searchsorted(lay.key, base + hi, side="right"))
-            self.cache[key] = got
-        return got
+    def instances(self) -> np.ndarray:
+        return self.base_inst
 
     # -- per-instance facts: the layout's, spread to the pairs -------------------------
     def fact(self, name: str) -> np.ndarray:
@@ -310,30 +283,19 @@ class SweepCtx(Ctx):
         return out
 
     # -- stats interval ----------------------------------------------------------------
-    def _interval(self) -> np.ndarray:
-        lay = self.lay
-        if lay.kind == "deployment":
-            tset, where = self.times_used()
-            grid = self.sweep.grid("endpoint", tset)
-            if not grid.lay.n:
-                return np.full(self.n, float(_DEFAULT_IV_US))
-            per_ep = grid.interval_us().reshape(len(tset), grid.lay.n)
-            # the finest serving endpoint's, as the step engine's (rules.context)
-            serving = np.array([e.role != "frontend" for e in grid.lay.view.endpoints], dtype=bool)
-            if serving.any():
-                per_ep = per_ep[:, serving]
-            return per_ep.min(axis=1)[where]
-        fact = self.fact("stats_interval_s")
-        if fact.dtype == object:
-            fact = np.array([v if isinstance(v, (int, float)) else NAN for v in fact], dtype=np.float64)
-        out = fact * 1e6
-        bad = ~(out > 0)
-        if bad.any():
-            out = np.where(bad, self._measured_interval_us(bad), out)
-        return out
+    def _deployment_interval(self) -> np.ndarray:
+        tset, where = self.times_used()
+        grid = self.sweep.grid("endpoint", tset)
+        if not grid.lay.n:
+            return np.full(self.n, float(DEFAULT_INTERVAL_US))
+        per_ep = grid.interval_us().reshape(len(tset), grid.lay.n)
+        serving = serving_endpoints(grid.lay)  # the finest serving endpoint's, as a step's
+        if serving.any():
+            per_ep = per_ep[:, serving]
+        return per_ep.min(axis=1)[where]
 
     def _measured_interval_us(self, needed: np.ndarray) -> np.ndarray:
-        default = float(_DEFAULT_IV_US)
+        default = float(DEFAULT_INTERVAL_US)
         lay = self.lay
         if lay.kind == "engine":
             start, end = self.extent()
@@ -376,7 +338,7 @@ class _Episode:
 
     key: Any
     inst: int  # base instance index
-    alert: "_Alert"
+    alert: Alert
     created: int | None = None  # step it went pending at (None: it was there before)
     fired: int | None = None  # step it fired at in this sweep
     resolved: int | None = None
@@ -387,11 +349,12 @@ class _Episode:
     keep_since: int | None = None
 
 
-def run(engine: "RuleEngine", view: DeploymentView, times_abs: np.ndarray,
-        facts_at: dict[str, dict[str, Any]] | None = None) -> None:
-    """``engine.evaluate(view, t)`` for each time (absolute us, non-decreasing), in place.
-    ``facts_at``: endpoint facts that change along the clock, name -> endpoint -> value per time."""
-    layouts = engine._layouts(view)
+def run(book: AlertBook, rules: list[Rule], layouts: Layouts, view: DeploymentView, times_abs: np.ndarray,
+        facts_at: dict[str, dict[str, Any]] | None = None, after_step: Callable[[], None] = lambda: None) -> None:
+    """Evaluate ``rules`` on ``view`` at each time (absolute us, non-decreasing), moving the alerts of
+    ``book`` as a step at each time would. ``facts_at``: endpoint facts that change along the clock,
+    name -> endpoint -> value per time. ``after_step``: called after each time a rule was stepped at
+    (the engine takes its user patterns' notices there, in the order a step-by-step run would)."""
     t0 = layouts.t0
     times = np.asarray(times_abs, dtype=np.int64) - t0
     changing: dict[str, np.ndarray] = {}
@@ -403,27 +366,26 @@ def run(engine: "RuleEngine", view: DeploymentView, times_abs: np.ndarray,
                 table[:, e] = np.asarray(per_endpoint[name], dtype=np.float64)
         changing[fact] = table
     # Two times or fewer are stepped: a sweep's set-up (~4 ms for the built-in rules) costs two steps.
-    swept = [ri for ri, rule in enumerate(engine.rules) if stepped(rule) is None] if len(times) > STEP_AT_MOST else []
-    stepped_rules = [ri for ri in range(len(engine.rules)) if ri not in set(swept)]
+    swept = [ri for ri, rule in enumerate(rules) if stepped(rule) is None] if len(times) > STEP_AT_MOST else []
+    stepped_rules = [ri for ri in range(len(rules)) if ri not in set(swept)]
     with np.errstate(all="ignore"):
         if swept:
-            truths = _conditions(engine, layouts, view, times, swept, changing)
+            truths = _conditions(rules, layouts, view, times, swept, changing)
             for ri in swept:
-                _advance(engine, ri, engine.rules[ri], layouts, view, times, changing, *truths[ri])
+                _advance(book, ri, rules[ri], layouts, view, times, changing, *truths[ri])
     for k, t in enumerate(times_abs.tolist() if stepped_rules else []):
         evaluation = Evaluation(layouts, int(t), _view_at(view, changing, k))
         with np.errstate(all="ignore"):
             for ri in stepped_rules:
-                rule = engine.rules[ri]
-                engine._step(ri, rule, evaluation.ctx(rule.scope), int(t))
-        engine._take_pattern_notices()
+                rule = rules[ri]
+                step(book, ri, rule, evaluation.ctx(rule.scope), int(t))
+        after_step()
 
 
 def _view_at(view: DeploymentView, changing: dict[str, np.ndarray], k: int) -> DeploymentView:
     """The view with the changing facts' values of the ``k``-th time."""
     if not changing:
         return view
-    from dataclasses import replace
     endpoints = []
     for e, ep in enumerate(view.endpoints):
         facts = dict(ep.facts)
@@ -437,7 +399,7 @@ def _view_at(view: DeploymentView, changing: dict[str, np.ndarray], k: int) -> D
 def _widest_window_s(rules: list[Rule], view: DeploymentView) -> float:
     """The widest window any rule gathers rows over, in seconds (a computed one counts as 1 h)."""
     intervals = [e.facts.get("stats_interval_s") for e in view.endpoints]
-    iv = max([x for x in intervals if isinstance(x, (int, float)) and x > 0] or [_DEFAULT_IV_US / 1e6])
+    iv = max([x for x in intervals if isinstance(x, (int, float)) and x > 0] or [DEFAULT_INTERVAL_US / 1e6])
     widest = 3 * iv
     for rule in rules:
         for e in (rule.expr, rule.when):
@@ -465,11 +427,11 @@ def _chunk(layouts: Layouts, rules: list[Rule], view: DeploymentView, times: np.
     return int(max(8, min(len(times), ROW_BUDGET // max(1.0, per_time))))
 
 
-def _conditions(engine: "RuleEngine", layouts: Layouts, view: DeploymentView, times: np.ndarray,
+def _conditions(all_rules: list[Rule], layouts: Layouts, view: DeploymentView, times: np.ndarray,
                 swept: list[int], changing: dict[str, np.ndarray]
                 ) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
     """Per rule, (condition, hold, keep) for every (time, instance): arrays of shape (T, n)."""
-    rules = [engine.rules[ri] for ri in swept]
+    rules = [all_rules[ri] for ri in swept]
     T = len(times)
     out: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
     for ri, rule in zip(swept, rules):
@@ -487,9 +449,9 @@ def _conditions(engine: "RuleEngine", layouts: Layouts, view: DeploymentView, ti
                 continue
             truth, hold, keep = out[ri]
             truth[a:b] = _truth(rule, ctx).reshape(b - a, n)
-            hold[a:b] = engine._span_us(rule.for_, ctx, hold=True).reshape(b - a, n)
+            hold[a:b] = ctx.span_us(rule.for_, hold=True).reshape(b - a, n)
             if keep is not None:
-                keep[a:b] = engine._span_us(rule.keep_firing_for, ctx, hold=False).reshape(b - a, n)
+                keep[a:b] = ctx.span_us(rule.keep_firing_for, hold=False).reshape(b - a, n)
     return out
 
 
@@ -506,24 +468,24 @@ def _truth(rule: Rule, ctx: SweepCtx) -> np.ndarray:
     return truth
 
 
-def _advance(engine: "RuleEngine", ri: int, rule: Rule, layouts: Layouts, view: DeploymentView,
+def _advance(book: AlertBook, ri: int, rule: Rule, layouts: Layouts, view: DeploymentView,
              times: np.ndarray, changing: dict[str, np.ndarray], truth: np.ndarray, hold: np.ndarray,
              keep: np.ndarray | None) -> None:
-    """Move rule ``ri``'s alerts through ``times`` (relative us) given its condition there."""
-    from .alerts import _Alert, _engines_of, _Period
-
+    """Move rule ``ri``'s alerts in ``book`` through ``times`` (relative us) given its condition there."""
     lay = layouts.get(rule.scope)
     t0 = layouts.t0
-    active = engine._active[ri]
+    active = book.active(ri)
     T, n = truth.shape
     abs_now = times + t0
     abs_times = abs_now.tolist()
     episodes: list[_Episode] = []
     # Alerts of instances the layout no longer has: a pending one is dropped, a firing one resolves.
     for key in [k for k in active if k not in lay.index]:
-        alert = active.pop(key)
+        alert = active[key]
         if alert.state != PENDING:
-            alert.state, alert.resolved_at = RESOLVED, abs_times[0]
+            book.resolve(ri, alert, abs_times[0])
+        else:
+            book.drop(ri, key)
     for i in range(n):
         key = lay.keys[i]
         alert = active.get(key)
@@ -535,33 +497,30 @@ def _advance(engine: "RuleEngine", ri: int, rule: Rule, layouts: Layouts, view: 
         return
     for ep in episodes:
         if ep.created is not None:
-            ep.alert = _Alert(ep.key, PENDING, abs_times[ep.created], _engines_of(lay, ep.inst))
+            ep.alert = book.begin(ri, ep.key, abs_times[ep.created], engines_of(lay, ep.inst))
     # What happened, in the order the step engine saw it (time, then instance).
     fired = sorted((ep for ep in episodes if ep.fired is not None), key=lambda ep: (ep.fired, ep.inst))
-    _texts(engine, rule, Sweep(layouts, view, times, changing), episodes)
+    _texts(rule, Sweep(layouts, view, times, changing), episodes)
     if fired:
         ctx = Sweep(layouts, view, times, changing).points(rule.scope, [ep.fired for ep in fired], [ep.inst for ep in fired])
         back = lookback_us(rule, ctx)
         for k, ep in enumerate(fired):
-            ep.alert.state, ep.alert.fired_at = FIRING, abs_times[ep.fired]
-            ep.alert.evidence = EvidenceLog(int(ep.alert.active_at - back[k]))
-            engine._periods.append(_Period(ri, ep.alert))
+            book.fire(ri, ep.alert, abs_times[ep.fired], ep.alert.active_at - back[k])
     _evidence(rule, Sweep(layouts, view, times, changing), [ep for ep in episodes if ep.firing_from is not None])
     for ep in episodes:
         alert = ep.alert
         if ep.resolved is not None:
-            alert.state, alert.resolved_at = RESOLVED, abs_times[ep.resolved]
             alert.keep_since = ep.keep_since
-            active.pop(ep.key, None)
+            book.resolve(ri, alert, abs_times[ep.resolved])
         elif ep.deleted:
-            active.pop(ep.key, None)
+            book.drop(ri, ep.key)
         else:
             alert.state = FIRING if alert.fired_at is not None else PENDING
             alert.keep_since = ep.keep_since
-            active[ep.key] = alert
+            book.keep(ri, alert)
 
 
-def _walk(key: Any, i: int, alert: "_Alert | None", truth: np.ndarray, now: np.ndarray,
+def _walk(key: Any, i: int, alert: Alert | None, truth: np.ndarray, now: np.ndarray,
           hold: np.ndarray, keep: np.ndarray | None) -> list[_Episode]:
     """The step engine's state machine for one instance over the steps (absolute times ``now``),
     taken run by run of its condition rather than step by step."""
@@ -637,7 +596,7 @@ def _walk(key: Any, i: int, alert: "_Alert | None", truth: np.ndarray, now: np.n
     return [x for x in out if not (x.deleted and x.created is not None)]
 
 
-def _texts(engine: "RuleEngine", rule: Rule, sweep: Sweep, episodes: list[_Episode]) -> None:
+def _texts(rule: Rule, sweep: Sweep, episodes: list[_Episode]) -> None:
     """Value, severity and texts where the step engine last refreshed them (and when it fired)."""
     wanted = [ep for ep in episodes if ep.last_held is not None and not ep.deleted]
     if not wanted:
@@ -647,13 +606,11 @@ def _texts(engine: "RuleEngine", rule: Rule, sweep: Sweep, episodes: list[_Episo
     insts = [ep.inst for ep in at_fire] + [ep.inst for ep in wanted]
     ctx = sweep.points(rule.scope, steps, insts)
     if at_fire:
-        engine._refresh(rule, ctx, [(k, ep.alert) for k, ep in enumerate(at_fire)])
+        refresh(rule, ctx, [(k, ep.alert) for k, ep in enumerate(at_fire)])
         for ep in at_fire:
-            a = ep.alert
-            if a.fired_texts is None:
-                a.fired_texts, a.fired_value = dict(a.texts), a.value
+            ep.alert.remember_firing()
     last = [(len(at_fire) + k, ep.alert) for k, ep in enumerate(wanted) if ep.fired is None or ep.last_held != ep.fired]
-    engine._refresh(rule, ctx, last)
+    refresh(rule, ctx, last)
 
 
 def _evidence(rule: Rule, sweep: Sweep, episodes: list[_Episode]) -> None:

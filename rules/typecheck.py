@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import RuleSyntaxError
-from .functions import FUNCTIONS, Fn
+from .functions import FUNCTIONS
 from .model import DEPLOYMENT_FACTS, ENDPOINT_FACTS, EVENT_KINDS, ROLES, STATS_FIELDS, STORED_EVENT_KINDS
-from .nodes import ANY, BOOL, DUR, NUM, STR, Binary, Call, Field, Lit, Node, Samples, Unary
+from .nodes import ANY, BOOL, DUR, NUM, STR, Binary, Call, Field, Fn, Lit, Node, Samples, Unary
 from .userregex import PatternError, UserPattern
 from .values import NAN, arith, compare, logic_and, logic_not, logic_or
 

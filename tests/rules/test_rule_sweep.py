@@ -43,8 +43,8 @@ def _alert(a) -> dict:
 
 
 def held(engine: RuleEngine) -> dict:
-    return {"active": [sorted((repr(k), _alert(a)) for k, a in alerts.items()) for alerts in engine._active],
-            "periods": sorted((p.rule, repr(_alert(p.alert))) for p in engine._periods),
+    return {"active": [sorted((repr(k), _alert(a)) for k, a in alerts.items()) for alerts in engine.book.active_per_rule()],
+            "periods": sorted((p.rule, repr(_alert(p.alert))) for p in engine.book.periods),
             "findings": engine.findings(), "notices": list(engine.notices), "clock": engine._last_now}
 
 
