@@ -10,8 +10,7 @@ from pdwatch.session.analysis import analyse, start_reading
 from pdwatch.commands.common import add_deployment_arguments, add_prom_arguments, add_rules_argument, \
     add_time_arguments, check_year, deployment_specs, load_rule_set, prom_options, time_zone
 from pdwatch.errors import UsageError
-
-SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+from pdwatch.rules.findings import severity_rank
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     if analysis.failed_sources:
         return 2
-    if args.fail_on and any(SEVERITY_RANK.get(f["severity"], 0) >= SEVERITY_RANK[args.fail_on]
-                            for f in report["findings"]):
+    if args.fail_on and any(severity_rank(f["severity"]) <= severity_rank(args.fail_on) for f in report["findings"]):
         return 1
     return 0
 

@@ -22,6 +22,7 @@ from pdwatch.commands.common import add_deployment_arguments, add_prom_arguments
     add_scrape_interval_argument, add_time_arguments, check_year, deployment_specs, load_rule_set, prom_options, \
     time_zone
 from pdwatch.errors import UsageError, require_inputs, require_one_existing
+from pdwatch.rules.findings import SEVERITIES
 from pdwatch.session.live import LiveSession
 from pdwatch.session.snapshot import Snapshot
 from pdwatch.session.times import parse_speed, parse_start
@@ -208,7 +209,7 @@ class Progress:
     def finish(self, snapshot: Snapshot) -> None:
         if self.err is None:
             return
-        counts = {s: sum(f.severity == s for f in snapshot.all_findings) for s in ("critical", "warning", "info")}
+        counts = {s: sum(f.severity == s for f in snapshot.all_findings) for s in SEVERITIES}
         still = sum(f.end is None for f in snapshot.all_findings)
         span = (f" over {snapshot.start.strftime('%Y-%m-%d %H:%M:%S')} - {snapshot.end.strftime('%H:%M:%S')}"
                 if snapshot.start is not None and snapshot.end is not None else "")

@@ -25,6 +25,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy  # noqa: F401, E402  (before the workers fork: they count newlines with it, and share it)
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # imported where used: the workers start reading before the p
 
     from pdwatch.capacity import ModelSpec
     from pdwatch.capacity import view as capacity_view
+    from pdwatch.diagnosis import Diagnosis
     from pdwatch.model.store import Store
     from pdwatch.model.throughput import Headline
     from pdwatch.rules import Finding, Rule
@@ -66,6 +68,12 @@ class Analysis:
     @property
     def failed_sources(self) -> list[SourceNotice]:
         return [n for n in self.notices if n.kind in READ_FAILURES]
+
+    @cached_property
+    def diagnosis(self) -> "Diagnosis":
+        """The run's diagnosis (every firing period of it, the numbers up to its end), made once."""
+        from pdwatch.diagnosis import diagnose
+        return diagnose(self.store, self.findings, self.clock[1] if self.clock else None)
 
 
 def _capacity_view():

@@ -7,7 +7,9 @@ finding that fired and resolved between two ticks is announced as it read when i
 
 from __future__ import annotations
 
-from .snapshot import SEVERITY_ORDER, Change, FindingRow
+from pdwatch.diagnosis import severity_order
+
+from .snapshot import Change, FindingRow
 
 
 class FindingsFeed:
@@ -31,5 +33,4 @@ class FindingsFeed:
 
 def firing_now(rows: tuple[FindingRow, ...]) -> tuple[FindingRow, ...]:
     """The findings firing now, most severe first."""
-    return tuple(sorted((f for f in rows if f.end is None),
-                        key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.start, f.rule, f.endpoint or "")))
+    return tuple(severity_order(f for f in rows if f.end is None))

@@ -349,7 +349,7 @@ class LiveSession:
         rows = self._rows.endpoint_rows(self._shown_clock())
         all_rows = self._rows.finding_rows(self._findings)
         firing = firing_now(all_rows)
-        verdict, groups = self._rows.triage(firing, self._shown_clock())
+        diagnosis = self._rows.diagnosis(firing, self._shown_clock())
         return Snapshot(
             mode=self.mode, clock=to_datetime(self._shown_clock()),
             speed=self.speed if self.mode == "replay" else None, paused=self.paused,
@@ -358,7 +358,7 @@ class LiveSession:
             changes=self._feed.changes(all_rows),
             notices=tuple(n.message for n in notices if n.kind != "opened"),
             start=to_datetime(self._buffer.start), end=to_datetime(self._buffer.end),
-            seeking_to=to_datetime(self._replay.seek_to), verdict=verdict, groups=groups)
+            seeking_to=to_datetime(self._replay.seek_to), diagnosis=diagnosis)
 
     def endpoint_detail(self, name: str, max_lines: int = 40) -> EndpointDetail | None:
         """The endpoint's series over the run so far, its start-up facts and its newest lines

@@ -18,12 +18,13 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from pdwatch.diagnosis import Diagnosis, diagnose
 from pdwatch.model.store import Store
 from pdwatch.model.throughput import COUNTED
 from pdwatch.parsers import Event
+from pdwatch.parsers.stats_marks import value_marks
 from pdwatch.rules import Finding
 
-from . import triage
 from .snapshot import (EndpointDetail, EndpointRow, EndpointSeries, EngineRow, Evidence, FindingRow,
                        FrontendSummary, Headline, StartupFacts)
 
@@ -67,10 +68,10 @@ class SnapshotBuilder:
     def finding_rows(self, findings: Iterable[Finding]) -> tuple[FindingRow, ...]:
         return tuple(self._finding_row(f) for f in findings)
 
-    def triage(self, findings: tuple[FindingRow, ...], clock: pd.Timestamp | None) -> tuple:
-        """The verdict and the groups of the findings firing now (once per store generation and set of findings)."""
-        key = ("triage", tuple((f.key, f.severity, f.end) for f in findings))
-        return self._memo(key, lambda: triage.assess(self.store, findings, clock))
+    def diagnosis(self, findings: tuple[FindingRow, ...], clock: pd.Timestamp | None) -> Diagnosis:
+        """The diagnosis of the findings firing now (once per store generation and set of findings)."""
+        key = ("diagnosis", tuple((f.key, f.severity, f.end) for f in findings))
+        return self._memo(key, lambda: diagnose(self.store, findings, clock))
 
     def _memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per store generation (a tick with nothing new recomputes nothing)."""
@@ -128,7 +129,7 @@ class SnapshotBuilder:
         evidence = []
         for q in f.evidence:
             quoted = self.store.quote(q)
-            marks = tuple(triage.evidence_marks(quoted["text"] or "", fields)) if q.get("kind") == "stats" else ()
+            marks = tuple(value_marks(quoted["text"] or "", fields)) if q.get("kind") == "stats" else ()
             evidence.append(Evidence(**quoted, marks=marks))
         evidence = tuple(evidence)
         return FindingRow(f.rule, f.severity, f.endpoint, tuple(f.engines), f.start, f.end, f.summary,

@@ -12,11 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from pdwatch.diagnosis import Diagnosis
 from pdwatch.model.throughput import COUNTED
-
-from .triage import FindingGroup, Verdict
-
-SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+from pdwatch.rules.verdict import FindingGroup, Verdict
 
 
 @dataclass(frozen=True)
@@ -215,8 +213,17 @@ class Snapshot:
     start: datetime | None = None  # replay: the logs' first and last timestamps
     end: datetime | None = None
     seeking_to: datetime | None = None  # replay: a seek still being played towards this time
-    verdict: Verdict | None = None  # the one line of what is wrong (triage.assess over the findings firing now)
-    groups: tuple[FindingGroup, ...] = ()  # the findings firing now, grouped across endpoints (indices into findings)
+    # what is wrong now: the diagnosis of the findings firing now (its findings are ``findings``, in order)
+    diagnosis: Diagnosis | None = None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.diagnosis.verdict if self.diagnosis is not None else None
+
+    @property
+    def groups(self) -> tuple[FindingGroup, ...]:
+        """The findings firing now, grouped across endpoints (members index ``findings``)."""
+        return self.diagnosis.groups if self.diagnosis is not None else ()
 
     def severity_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -9,9 +9,12 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from pdwatch.diagnosis import severity_order
+from pdwatch.rules.verdict import group_findings
 from pdwatch.session.analysis import analyse
 from pdwatch.views.report import data
 from pdwatch.views.report import html as html_report
@@ -158,6 +161,15 @@ def finding(rule: str, severity: str, endpoint: str | None, start: str, end: str
             "recommendation": f"{rule} fix", **extra}
 
 
+def set_findings(report: dict, findings: list[dict]) -> None:
+    """Put ``findings`` in a report as ``data.build`` does: in the diagnosis' order, with its groups (the
+    writer renders both as given)."""
+    rows = [SimpleNamespace(**f) for f in findings]
+    ordered = severity_order(rows)
+    report["findings"] = [dict(vars(r)) for r in ordered]
+    report["groups"] = [g.to_json_dict() for g in group_findings(ordered)]
+
+
 # ------------------------------------------------------------------------------------------ samples
 
 
@@ -206,12 +218,12 @@ def test_headline_note_and_unknown_numbers(reports):
 def test_findings_ordered_by_severity_each_with_range_evidence_and_fix(reports):
     report = copy.deepcopy(reports["kv-exhausted"])
     evidence = [{"source": "x/decode.out", "line_no": 7, "text": "a stats line"}]
-    report["findings"] = [
+    set_findings(report, [
         finding("i_one", "info", "decode_w0", "2026-05-29T14:00:00+00:00", "2026-05-29T14:00:30+00:00"),
         finding("c_two", "critical", "decode_w0", "2026-05-29T14:01:00+00:00", None, evidence=evidence),
         finding("w_three", "warning", None, "2026-05-29T14:00:10+00:00", "2026-05-29T14:02:00+00:00"),
         finding("c_four", "critical", "prefill_w0", "2026-05-29T14:02:00+00:00", "2026-05-29T14:02:30+00:00"),
-    ]
+    ])
     page = html_report.render(report)
     parser = check(page)
     classes = [c for _, c in parser.articles]
@@ -239,12 +251,12 @@ def test_findings_ordered_by_severity_each_with_range_evidence_and_fix(reports):
 
 def test_no_findings_and_thirty_findings(reports):
     report = copy.deepcopy(reports["engine-crash"])
-    report["findings"] = []
+    set_findings(report, [])
     assert "No rule fired" in "".join(check(html_report.render(report)).text)
     severities = ["info", "warning", "critical"]
-    report["findings"] = [finding(f"rule_{i}", severities[i % 3], "decode_w0" if i % 2 else None,
+    set_findings(report, [finding(f"rule_{i}", severities[i % 3], "decode_w0" if i % 2 else None,
                                   f"2026-05-29T14:00:{i:02d}+00:00", None if i % 5 == 0 else "2026-05-29T14:01:00+00:00")
-                          for i in range(30)]
+                          for i in range(30)])
     parser = check(html_report.render(report))
     ranks = [severities[::-1].index(c.split("f-")[1]) for _, c in parser.articles]
     assert len(ranks) == 30 and ranks == sorted(ranks)
@@ -341,8 +353,8 @@ def test_every_string_of_the_report_escaped(reports):
     payload = HOSTILE_TEXT + " " + ANSI + " \u202eevil\u202c \ud800"
     traceback = ("(EngineCore_DP0 pid=1) ERROR 05-29 14:00:00 [core.py:1] EngineCore encountered a fatal error. "
                  "<script>alert(1)</script>\n(EngineCore_DP0 pid=1) ERROR 05-29 14:00:00 [core.py:1] Traceback")
-    report["findings"] = [finding("engine_dead", "critical", "decode_w0", "2026-05-29T14:01:50+00:00", None,
-                                  evidence=[{"source": "gb200-n004_decode_w0.out", "line_no": 283, "text": traceback}])]
+    set_findings(report, [finding("engine_dead", "critical", "decode_w0", "2026-05-29T14:01:50+00:00", None,
+                                  evidence=[{"source": "gb200-n004_decode_w0.out", "line_no": 283, "text": traceback}])])
     report["notices"] = ["a notice"]
     for ep in report["deployment"]["endpoints"]:
         ep["key_args"]["kv_connector"] = "Nixl"

@@ -14,14 +14,13 @@ import pandas as pd
 
 from pdwatch import __version__
 from pdwatch.capacity import view as capacity_view
-from pdwatch.session import triage
-from pdwatch.session.analysis import Analysis
 from pdwatch.model.kv_transfers import kv_transfers
 from pdwatch.model.store import Store
 from pdwatch.model.throughput import Headline
+from pdwatch.parsers.stats_marks import value_marks
 from pdwatch.rules import Finding
+from pdwatch.session.analysis import Analysis
 
-SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 SUMMARY_FIELDS = ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct")
 FRONTEND_FIELDS = ("request_rate", "frontend_inflight", "frontend_queued", "ttft_s", "itl_s", "isl_tokens",
                    "osl_tokens")
@@ -37,9 +36,10 @@ _CHART_POINTS = 600
 
 
 def build(analysis: Analysis) -> dict[str, Any]:
+    """The report of an analysis: its diagnosis (made once, in ``analysis.diagnosis``) and the figures
+    behind it, as plain data. The writers render this dict alone."""
     store = analysis.store
-    findings = sort_findings(analysis.findings)
-    verdict, groups = triage.assess(store, findings, analysis.clock[1] if analysis.clock else None)
+    diagnosis = analysis.diagnosis
     fields = {r.finding: list(r.quoted_fields()) for r in analysis.rules}
     return {
         "pdwatch_version": __version__,
@@ -48,22 +48,16 @@ def build(analysis: Analysis) -> dict[str, Any]:
         "deployment": _deployment(store),
         "summary": _summary(analysis),
         "endpoints": [_endpoint_summary(store, ep.name, analysis) for ep in store.endpoints()],
-        "findings": [_finding(store, f, fields.get(f.rule, ())) for f in findings],
+        # most severe first, then by start: the order the diagnosis' groups index
+        "findings": [_finding(store, f, fields.get(f.rule, ())) for f in diagnosis.findings],
         "capacity": _capacity(store, analysis),
         "series": _series(store),
         "notices": [n.message for n in analysis.notices if n.kind not in {"opened", "metrics_file"}],
         "rules": sorted(r.finding for r in analysis.rules),
-        # added by the triage (issue 17): the verdict line and the findings grouped across endpoints
-        # ("findings" holds indices into findings[]); endpoints_order: worst first
-        "verdict": verdict.to_json_dict(),
-        "groups": [g.to_json_dict() for g in groups],
-        "endpoints_order": triage.worst_first([(ep.name, ep.role) for ep in store.endpoints()], findings),
+        # the diagnosis: the verdict line, the findings grouped across endpoints ("findings" holds indices
+        # into findings[]), the endpoints worst first and each endpoint's worst severity
+        **diagnosis.to_json_dict(),
     }
-
-
-def sort_findings(findings: list[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), _ts_key(f.start), f.rule,
-                                           f.endpoint or ""))
 
 
 def _deployment(store: Store) -> dict[str, Any]:
@@ -265,7 +259,7 @@ def _finding(store: Store, finding: Finding, fields: Any = ()) -> dict[str, Any]
     for e in finding.evidence:
         quoted = store.quote(e)
         # the values the rule read, as character spans of the quoted line (stats lines only)
-        quoted["highlight"] = [list(span) for span in triage.evidence_marks(quoted["text"] or "", fields)] \
+        quoted["highlight"] = [list(span) for span in value_marks(quoted["text"] or "", fields)] \
             if e.get("kind") == "stats" else []
         evidence.append(quoted)
     return {
@@ -353,12 +347,6 @@ def _iso(value: Any) -> str | None:
     if isinstance(value, datetime):
         return value.isoformat()
     return str(value)
-
-
-def _ts_key(value: Any) -> float:
-    if value is None:
-        return float("inf")
-    return pd.Timestamp(value).timestamp()
 
 
 def _num(value: Any, digits: int = 3) -> float | None:

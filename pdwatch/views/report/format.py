@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pdwatch.session.triage import group_findings, worst_first
 from pdwatch.units import fmt_iso as fmt_time
 from pdwatch.units import fmt_num
 
@@ -22,17 +21,20 @@ def fmt_window(window: dict[str, Any] | None) -> str:
     return f"{start} to {end}"
 
 
-def ordered_groups(report: dict[str, Any]) -> list[Any]:
-    """The findings of a report grouped across endpoints (the triage's one grouping), most severe first."""
-    return list(group_findings(report.get("findings") or []))
+def endpoints_worst_first(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's endpoints in the diagnosis' order (worst first: ``endpoints_order``)."""
+    rank = {name: i for i, name in enumerate(report.get("endpoints_order") or [])}
+    return sorted(report.get("endpoints") or [], key=lambda ep: rank.get(ep.get("name"), len(rank)))
 
 
-def ordered_endpoints(report: dict[str, Any]) -> list[str]:
-    """Endpoint names worst first (the triage's order): those with a critical finding, then warning, ..."""
-    roles = {ep.get("name"): ep.get("role", "unknown") for ep in (report.get("deployment") or {}).get("endpoints") or []}
-    names = [ep.get("name") for ep in report.get("endpoints") or []]
-    names += [n for n in roles if n not in names]
-    return worst_first([(n, roles.get(n, "unknown")) for n in names], report.get("findings") or [])
+def severity_word(severity: Any) -> str:
+    """A severity as the report writes it: the word in capitals (CRITICAL), everywhere."""
+    return str(severity).upper()
+
+
+def severity_short(severity: Any) -> str:
+    """A severity in four letters, for a link or a narrow cell: CRIT, WARN, INFO."""
+    return str(severity)[:4].upper()
 
 
 # The frontend section's words, shared by the Markdown and HTML writers (each escapes them its way).

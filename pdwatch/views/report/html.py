@@ -15,15 +15,12 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
+from pdwatch.rules.findings import SEVERITIES, severity_rank
+from pdwatch.rules.verdict import endpoint_label
 from pdwatch.units import engine_ranges, fmt_duration, fmt_short
-from pdwatch.views.report.format import (FLAG, FRONTEND_NOTE, NOT_SCRAPED, by_error_type_text, by_status_text, fmt_num,
-                                         fmt_period, fmt_time, fmt_window, frontend_cells, ordered_endpoints,
-                                         ordered_groups)
-
-SEVERITIES = ("critical", "warning", "info")
-_SEVERITY_LABEL = {"critical": "CRITICAL", "warning": "WARNING", "info": "INFO"}
-_SEVERITY_SHORT = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
-_SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+from pdwatch.views.report.format import (FLAG, FRONTEND_NOTE, NOT_SCRAPED, by_error_type_text, by_status_text,
+                                         endpoints_worst_first, fmt_num, fmt_period, fmt_time, fmt_window,
+                                         frontend_cells, severity_short, severity_word)
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 # C0/C1 controls (not tab or newline), lone surrogates, bidi overrides and isolates, line/paragraph separators.
@@ -95,29 +92,25 @@ def _epoch(iso: Any) -> float | None:
 
 def _severity(finding: dict[str, Any]) -> str:
     sev = str(finding.get("severity") or "info")
-    return sev if sev in _SEVERITY_RANK else "info"
+    return sev if sev in SEVERITIES else "info"  # a class name: one of the scale's words, never the input
 
 
 def _badge(severity: str) -> str:
-    return f'<span class="badge b-{severity}">{_SEVERITY_LABEL[severity]}</span>'
+    return f'<span class="badge b-{severity}">{severity_word(severity)}</span>'
 
 
 # ---------------------------------------------------------------------------------------------- page
 
 
 def render(report: dict[str, Any]) -> str:
-    findings = sorted(enumerate(report.get("findings") or []),
-                      key=lambda item: (_SEVERITY_RANK[_severity(item[1])], item[0]))
-    findings = [f for _, f in findings]  # stable: the order data.build chose within a severity
+    findings = report.get("findings") or []  # most severe first: the order the diagnosis' groups index
     summary = report.get("summary") or {}
     deployment = report.get("deployment") or {"endpoints": []}
     sources = report.get("sources") or []
     notices = report.get("notices") or []
     title = "pdwatch report" + (f": {', '.join(map(str, sources))}" if sources else "")
-    groups = ordered_groups({"findings": findings})
-    order = ordered_endpoints(report)
-    rank = {name: i for i, name in enumerate(order)}
-    endpoints = sorted(report.get("endpoints") or [], key=lambda ep: rank.get(ep.get("name"), len(rank)))
+    groups = report.get("groups") or []
+    endpoints = endpoints_worst_first(report)
     body = [
         _header(report, summary, sources, findings, notices),
         _headline(summary),
@@ -176,11 +169,11 @@ def _header(report: dict[str, Any], summary: dict[str, Any], sources: list[Any],
 
 
 def _verdict(verdict: dict[str, Any] | None) -> str:
-    """The triage's one line: what is wrong, first."""
+    """The diagnosis' one line: what is wrong, first."""
     if not verdict:
         return ""
     sev = verdict.get("severity")
-    sev = sev if sev in _SEVERITY_RANK else None
+    sev = sev if sev in SEVERITIES else None
     badge = _badge(sev) + " " if sev else '<span class="badge b-ok">OK</span> '
     detail = f' <span class="vdetail">— {_prose(verdict.get("detail"))}</span>' if verdict.get("detail") else ""
     return (f'<p class="verdict v-{sev or "ok"}" id="verdict">{badge}<strong>{_esc(verdict.get("title", ""))}</strong>'
@@ -255,7 +248,7 @@ def _clock(text: str) -> str:
     return text[11:19] if re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d.*", text) else text
 
 
-def _findings(findings: list[dict[str, Any]], groups: list[Any], rules: list[Any]) -> str:
+def _findings(findings: list[dict[str, Any]], groups: list[dict[str, Any]], rules: list[Any]) -> str:
     out = ['<section id="findings">', "<h2>Findings</h2>"]
     if not findings:
         checked = f" ({len(rules)} rule{'s' if len(rules) != 1 else ''} checked: {_esc(', '.join(map(str, rules)))})" \
@@ -270,36 +263,36 @@ def _findings(findings: list[dict[str, Any]], groups: list[Any], rules: list[Any
         + "</p>")
     rows = []
     for i, g in enumerate(groups, 1):
-        first = findings[g.members[0]]
+        first = findings[g["findings"][0]]
         sev = _severity(first)
-        more = (f' <span class="muted">(+{len(g.members) - 1} alike)</span>' if len(g.members) > 1 else "")
+        more = (f' <span class="muted">(+{len(g["findings"]) - 1} alike)</span>' if len(g["findings"]) > 1 else "")
         rows.append(f'<tr class="r-{sev}"><td>{_badge(sev)}</td>'
-                    f'<td><a href="#finding-{i}"><code>{_esc(g.rule)}</code></a></td>'
+                    f'<td><a href="#finding-{i}"><code>{_esc(g["rule"])}</code></a></td>'
                     f'<td>{_group_where(g, findings)}</td><td class="when">{_when(first, short=True)}</td>'
                     f'<td>{_prose(first.get("summary", ""))}{more}</td></tr>')
     out.append('<table class="glance"><thead><tr><th>severity</th><th>rule</th><th>where</th>'
                f'<th>when</th><th>summary</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
     for i, g in enumerate(groups, 1):
-        out.append(_finding(i, g, [findings[j] for j in g.members]))
+        out.append(_finding(i, g, [findings[j] for j in g["findings"]]))
     out.append("</section>")
     return "\n".join(out)
 
 
-def _group_where(g: Any, findings: list[dict[str, Any]]) -> str:
-    if len(g.members) == 1:
-        return _where(findings[g.members[0]])
-    return f'<strong>{_esc(g.label)}</strong> <span class="muted">({len(set(g.endpoints))} endpoints)</span>'
+def _group_where(g: dict[str, Any], findings: list[dict[str, Any]]) -> str:
+    if len(g["findings"]) == 1:
+        return _where(findings[g["findings"][0]])
+    return f'<strong>{_esc(g["label"])}</strong> <span class="muted">({len(set(g["endpoints"]))} endpoints)</span>'
 
 
-def _finding(index: int, g: Any, members: list[dict[str, Any]]) -> str:
+def _finding(index: int, g: dict[str, Any], members: list[dict[str, Any]]) -> str:
     """One card per group: the endpoints listed (each with its own summary and period), the
     explanation, the evidence and the fix once."""
     f = members[0]
     sev = _severity(f)
     where = _where(f) if len(members) == 1 else (
-        f'<strong>{_esc(g.label)}</strong> <span class="muted">({len(set(g.endpoints))} endpoints)</span>')
+        f'<strong>{_esc(g["label"])}</strong> <span class="muted">({len(set(g["endpoints"]))} endpoints)</span>')
     out = [f'<article class="finding f-{sev}" id="finding-{index}">',
-           f'<h3>{_badge(sev)} <code class="rule">{_esc(g.rule)}</code> on {where}</h3>']
+           f'<h3>{_badge(sev)} <code class="rule">{_esc(g["rule"])}</code> on {where}</h3>']
     out += [f'<p class="when">{_when(f)}</p>' if len(members) == 1 else "",
             f'<p class="summary">{_prose(f.get("summary", ""))}</p>']
     if len(members) > 1:  # each endpoint with its period; its own summary on hover (the numbers differ a little)
@@ -330,7 +323,7 @@ def _finding(index: int, g: Any, members: list[dict[str, Any]]) -> str:
 
 
 def _endpoints(endpoints: list[dict[str, Any]], deployment: dict[str, Any], findings: list[dict[str, Any]],
-               series: dict[str, Any], summary: dict[str, Any], groups: list[Any] | None = None) -> str:
+               series: dict[str, Any], summary: dict[str, Any], groups: list[dict[str, Any]]) -> str:
     """The endpoints worst first: the table, then their charts (identical endpoints as one row)."""
     roles = {ep.get("name"): ep for ep in deployment.get("endpoints") or []}
     out = ['<section id="endpoints">', "<h2>Endpoints over the steady state <span class=\"muted\">(p50 / p95)</span></h2>"]
@@ -437,7 +430,7 @@ def _p50_p95(key: str, values: dict[str, Any]) -> str:
 
 
 def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], findings: list[dict[str, Any]],
-            series: dict[str, Any], summary: dict[str, Any], groups: list[Any] | None = None) -> str:
+            series: dict[str, Any], summary: dict[str, Any], groups: list[dict[str, Any]]) -> str:
     names = [ep.get("name") for ep in endpoints]
     names += [n for n in series if n not in names]
     drawn = [n for n in names if _has_points(series.get(n))]
@@ -448,12 +441,11 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
     out.append(
         '<p class="legend">Engines summed per timestamp (KV usage: mean over engines). '
         '<span class="key k-steady"></span> steady window (headline) &nbsp; '
-        + " &nbsp; ".join(f'<span class="key k-{s}"></span> {_SEVERITY_LABEL[s]} finding period' for s in SEVERITIES)
+        + " &nbsp; ".join(f'<span class="key k-{s}"></span> {severity_word(s)} finding period' for s in SEVERITIES)
         + "</p>")
-    groups = groups if groups is not None else ordered_groups({"findings": findings})
     group_of = {}  # finding index -> (card number, group)
     for n, g in enumerate(groups, 1):
-        for i in g.members:
+        for i in g["findings"]:
             group_of[i] = (n, g)
     links_of: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
     for i, f in enumerate(findings):
@@ -468,8 +460,8 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
         info = roles.get(name) or {}
         own = links_of.get(name, []) + links_of.get(None, [])
         cards = sorted({group_of[i][0]: group_of[i][1] for i, _ in own if i in group_of}.items())
-        links = " ".join(f'<a class="flink fl-{_severity({"severity": g.severity})}" href="#finding-{n}">'
-                         f'{_SEVERITY_SHORT[_severity({"severity": g.severity})]}: {_esc(g.rule)}</a>' for n, g in cards)
+        links = " ".join(f'<a class="flink fl-{_severity(g)}" href="#finding-{n}">'
+                         f'{severity_short(_severity(g))}: {_esc(g["rule"])}</a>' for n, g in cards)
         cluster = twins.get(name)
         if cluster:
             done.update(cluster)
@@ -536,7 +528,6 @@ def _multiples(n: int, cluster: list[Any], roles: dict[Any, dict[str, Any]], ser
                domain: tuple[float, float, Any], bands: list[dict[str, Any]], summary: dict[str, Any],
                links: str) -> str:
     """Alike endpoints as one row: a small tokens/s chart each, on one zero-based scale."""
-    from pdwatch.session.triage import endpoint_label
     role = (roles.get(cluster[0]) or {}).get("role", "?")
     keys = {"prefill": [("prompt_tps", "prompt", "l-prompt")], "decode": [("gen_tps", "generated", "l-gen")]}.get(
         role, [("prompt_tps", "prompt", "l-prompt"), ("gen_tps", "generated", "l-gen")])
@@ -706,7 +697,7 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
            f'<rect x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}" class="plot"/>']
     # finding periods, least severe first so the worst is drawn on top; their labels go on top of everything
     labels = []
-    for f in sorted(bands, key=lambda b: -_SEVERITY_RANK[_severity(b)]):
+    for f in sorted(bands, key=lambda b: -severity_rank(_severity(b))):  # the worst drawn last, on top
         start = _epoch(f.get("start"))
         if start is None:
             continue
@@ -720,8 +711,8 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
             xa, xb = xa - 1, xa + 1
         sev = _severity(f)
         svg.append(f'<rect x="{_f(xa)}" y="{y1}" width="{_f(xb - xa)}" height="{y0 - y1}" fill="url(#{pid}-{sev})" '
-                   f'class="band"><title>{_SEVERITY_LABEL[sev]}: {_esc(f.get("rule", "?"))}, {_when(f)}</title></rect>')
-        lane = _SEVERITY_RANK[sev]  # one strip per severity, above the plot: overlapping periods stay visible
+                   f'class="band"><title>{severity_word(sev)}: {_esc(f.get("rule", "?"))}, {_when(f)}</title></rect>')
+        lane = severity_rank(sev)  # one strip per severity, above the plot: overlapping periods stay visible
         labels.append(f'<rect x="{_f(xa)}" y="{y1 - 12 + 4 * lane}" width="{_f(xb - xa)}" height="3" '
                       f'class="bandtop-{sev}"/>')
     # y grid and labels
@@ -788,7 +779,6 @@ def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[flo
 
 def _deployment(deployment: dict[str, Any]) -> str:
     """One row per endpoint; endpoints alike in everything but their name and files share a row."""
-    from pdwatch.session.triage import endpoint_label
     rows = []
     endpoints = deployment.get("endpoints") or []
     alike: dict[str, list[dict[str, Any]]] = {}
@@ -829,7 +819,6 @@ def _deployment(deployment: dict[str, Any]) -> str:
 def _capacity(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
-    from pdwatch.session.triage import endpoint_label
     body = []
     alike: dict[str, list[dict[str, Any]]] = {}  # endpoints with the same figures share a row
     for r in rows:

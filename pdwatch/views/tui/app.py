@@ -22,9 +22,9 @@ from textual.css.query import NoMatches
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from pdwatch.rules.findings import severity_rank
 from pdwatch.session.live import LiveSession
 from pdwatch.session.snapshot import EndpointRow, Snapshot
-from pdwatch.session.triage import SEVERITY_RANK, endpoint_severity, worst_first
 
 from .messages import IngestFailed, LinesArrived, SourcesRead
 from .screens.endpoint_detail import EndpointDetailScreen
@@ -264,10 +264,8 @@ class PdwatchApp(App):
         # gone: a rewind to before its first line; a frontend's first rows (it moves to the frontend strip)
         for name in [n for n in self._panes if n not in names]:
             self._panes.pop(name).remove()
-        order = worst_first([(r.name, r.role) for r in snap.endpoints], snap.findings)
-        rank = {name: i for i, name in enumerate(order)}
-        rows = sorted(snap.endpoints, key=lambda r: rank.get(r.name, len(rank)))
-        severity = endpoint_severity(snap.findings)
+        rows = worst_first(snap)
+        severity = snap.diagnosis.endpoint_severity if snap.diagnosis is not None else {}
         tops = role_scales(snap)
         main.query_one(FrontendStrip).show(rows, severity)
         paned = [row for row in rows if has_pane(row)]
@@ -277,7 +275,7 @@ class PdwatchApp(App):
                 pane.remove()
                 del self._panes[row.name]
                 pane = None
-            marks = engine_marks(snap, row.name)
+            marks = snap.diagnosis.engine_severity.get(row.name, {}) if snap.diagnosis is not None else {}
             top = tops.get(row.role)
             if pane is None:
                 pane = self._panes[row.name] = EndpointPane(row)
@@ -307,7 +305,7 @@ class PdwatchApp(App):
         worst: dict[str, int] = {}
         for r in rows:
             g = group_of(r.role)
-            worst[g] = min(worst.get(g, 9), SEVERITY_RANK.get(severity.get(r.name, ""), 3))
+            worst[g] = min(worst.get(g, 9), severity_rank(severity.get(r.name)))
         keys = sorted((k for k, _ in GROUPS), key=lambda k: (worst.get(k, 9), [g for g, _ in GROUPS].index(k)))
         if keys != self._role_order:
             self._role_order = keys
@@ -337,8 +335,7 @@ class PdwatchApp(App):
         scroll.set_class(view != "panes", "-hidden")
         focused = self.focused
         if view == "panes" and not isinstance(focused, FindingsTable):
-            order = worst_first([(r.name, r.role) for r in snap.endpoints], snap.findings)
-            panes = [self._panes[n] for n in order if n in self._panes]
+            panes = [self._panes[r.name] for r in worst_first(snap) if r.name in self._panes]
             if panes:  # the worst endpoint's pane (after the layout: hiding the table moved the focus on)
                 self.call_after_refresh(self._focus_pane, panes[0])
         elif view == "table" and not isinstance(focused, FindingsTable):
@@ -386,7 +383,7 @@ class PdwatchApp(App):
         if finding is not None:
             group = table.selected_group()
             members = [table.findings[i] for i in group.members] if group is not None else None
-            self.push_screen(FindingDetail(finding, members))
+            self.push_screen(FindingDetail(finding, members, group.label if group is not None else None))
 
     def on_evidence_line_open(self, message) -> None:
         e = message.evidence
@@ -551,14 +548,9 @@ def role_scales(snap: Snapshot) -> dict[str, float]:
     return tops
 
 
-def engine_marks(snap: Snapshot, endpoint: str) -> dict[int, str]:
-    """The engines the findings firing on ``endpoint`` name, with the worst severity naming each."""
-    marks: dict[int, str] = {}
-    for f in snap.findings:
-        if f.endpoint != endpoint or not f.engines:
-            continue
-        for e in f.engines:
-            held = marks.get(e)
-            if held is None or SEVERITY_RANK.get(f.severity, 9) < SEVERITY_RANK.get(held, 9):
-                marks[e] = f.severity
-    return marks
+def worst_first(snap: Snapshot) -> list[EndpointRow]:
+    """The snapshot's endpoints in the order of its diagnosis (worst first)."""
+    if snap.diagnosis is None:
+        return list(snap.endpoints)
+    rank = {name: i for i, name in enumerate(snap.diagnosis.endpoint_order)}
+    return sorted(snap.endpoints, key=lambda r: rank.get(r.name, len(rank)))

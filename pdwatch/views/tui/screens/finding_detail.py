@@ -74,10 +74,12 @@ class FindingDetail(ModalScreen):
     FindingDetail .evidence { color: $text-muted; }
     """
 
-    def __init__(self, finding: FindingRow, members: list[FindingRow] | None = None) -> None:
+    def __init__(self, finding: FindingRow, members: list[FindingRow] | None = None, label: str | None = None) -> None:
+        """``members`` and ``label``: a group of the diagnosis (its findings, its endpoints said short)."""
         super().__init__()
         self.finding = finding
         self.members = list(members or [finding])
+        self.label = label
 
     def compose(self) -> ComposeResult:
         f = self.finding
@@ -87,8 +89,7 @@ class FindingDetail(ModalScreen):
         title.append(f.rule, style="bold")
         title.append(" on ")
         if group:
-            from pdwatch.session.triage import endpoint_label
-            title.append(endpoint_label([m.endpoint for m in self.members]))
+            title.append(self.label or ", ".join(m.endpoint or "the deployment" for m in self.members))
             title.append(f" ({len(self.members)} endpoints)")
         else:
             title.append(f.endpoint or "the deployment")

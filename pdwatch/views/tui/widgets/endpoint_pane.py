@@ -13,12 +13,12 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
 
+from pdwatch.rules.findings import SEVERITIES
 from pdwatch.session.snapshot import EndpointRow
 
 from .format import ROLE_STYLE, SEVERITY_FG, count, fmt_age, kv_bar, kv_style, rate, time_text
 from .spark import Spark
 
-SEVERITIES = ("critical", "warning", "info")
 
 
 class EngineGrid(Static):

@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from pdwatch.session.snapshot import FindingRow
-from pdwatch.session.triage import FindingGroup, group_findings
+from pdwatch.rules.verdict import FindingGroup
 
 from .format import severity, time_text
 
@@ -32,8 +32,8 @@ class FindingsTable(DataTable):
         for label in ("severity", "rule", "endpoint", "since", "summary"):
             self.add_column(label, width=len(label))
 
-    def show(self, findings: tuple[FindingRow, ...], groups: tuple[FindingGroup, ...] | None = None) -> None:
-        groups = tuple(groups) if groups is not None else group_findings(findings)
+    def show(self, findings: tuple[FindingRow, ...], groups: tuple[FindingGroup, ...]) -> None:
+        """``groups``: the diagnosis' groups of ``findings`` (their members index it)."""
         state = (tuple((f.key, f.summary) for f in findings), tuple(sorted(self.expanded)))
         if state == self._shown:
             return

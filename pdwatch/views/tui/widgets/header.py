@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 from textual.widgets import Static
 
+from pdwatch.rules.findings import SEVERITIES
 from pdwatch.session.snapshot import Snapshot
 
 from .format import ROLE_STYLE, SEVERITY_STYLE, clock_text, rate
@@ -115,7 +116,7 @@ def render_header(snap: Snapshot, width: int = 78, tag: str | None = None) -> Te
     last.append("  │ ")
     counts = snap.severity_counts()
     if counts:
-        for sev in ("critical", "warning", "info"):
+        for sev in SEVERITIES:
             if counts.get(sev):
                 last.append(f" {counts[sev]} {sev} ", style=SEVERITY_STYLE.get(sev, "bold"))
                 last.append(" ")

@@ -1,6 +1,6 @@
-"""The triage: one verdict line rolled up from the findings and the store's numbers, and the
-grouping of identical findings across endpoints (pdwatch.session.triage), on the bundled
-samples and on the real captures (the same module the dashboard and the report writers use)."""
+"""The diagnosis (pdwatch.diagnosis): one verdict line rolled up from the findings and the store's
+numbers, the findings grouped across endpoints, the endpoints worst first, on the bundled samples
+and on the real captures (the one object the dashboard and the report writers render)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pdwatch.session import triage
+from pdwatch.diagnosis import diagnose
 from pdwatch.session.analysis import analyse
-from pdwatch.views.report.data import sort_findings
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
@@ -18,9 +17,8 @@ CAPTURES = REPO / "tests" / "data" / "real" / "captures"
 
 
 def _assess(path: Path):
-    a = analyse([str(path)])
-    findings = sort_findings(a.findings)
-    return triage.assess(a.store, findings, a.clock[1] if a.clock else None), findings
+    d = analyse([str(path)]).diagnosis
+    return (d.verdict, d.groups), list(d.findings)
 
 
 @pytest.fixture(scope="module")
@@ -90,45 +88,52 @@ def test_real_captures(verdicts):
     assert verdict.kind == "blind" and "server prints no stats lines" in verdict.detail
 
 
+def test_the_analysis_makes_its_diagnosis_once_and_the_report_carries_it():
+    from pdwatch.views.report import data
+    a = analyse([str(SAMPLES / "kv-exhausted")])
+    assert a.diagnosis is a.diagnosis  # computed once, then carried
+    report = data.build(a)
+    assert report["verdict"] == a.diagnosis.verdict.to_json_dict()
+    assert report["groups"] == [g.to_json_dict() for g in a.diagnosis.groups]
+    assert [f["rule"] for f in report["findings"]] == [f.rule for f in a.diagnosis.findings]
+    assert report["endpoints_order"][0] == "decode_w0" and report["endpoint_severity"] == {"decode_w0": "critical"}
+
+
 class _F:
     def __init__(self, rule, severity, endpoint, start, end=None, engines=()):
         self.rule, self.severity, self.endpoint, self.start, self.end, self.engines = \
             rule, severity, endpoint, start, end, engines
 
 
-def test_grouping_orders_by_severity_and_keeps_dicts_and_objects_alike():
-    findings = [_F("prefill_bound", "warning", "p_w2", "2026-01-01T00:00:10Z"),
-                _F("kv_exhausted", "critical", "d_w0", "2026-01-01T00:00:20Z"),
-                _F("prefill_bound", "warning", "p_w0", "2026-01-01T00:00:10Z", "2026-01-01T00:01:00Z"),
-                _F("prefill_bound", "warning", "p_w1", "2026-01-01T00:00:05Z")]
-    groups = triage.group_findings(findings)
-    assert [(g.rule, g.label, g.members, g.end) for g in groups] == [
-        ("kv_exhausted", "d_w0", (1,), None), ("prefill_bound", "p_w0–w2", (3, 2, 0), None)]
-    as_dicts = [{"rule": f.rule, "severity": f.severity, "endpoint": f.endpoint, "start": f.start, "end": f.end}
-                for f in findings]
-    assert triage.group_findings(as_dicts) == groups
+class _Endpoint:
+    def __init__(self, name, role):
+        self.name, self.role, self.engines, self.facts = name, role, (), {}
 
 
-@pytest.mark.parametrize("names, label", [
-    (["prefill_w0", "prefill_w1", "prefill_w2", "prefill_w3"], "prefill_w0–w3"),
-    (["prefill_w0", "prefill_w1"], "prefill_w0, w1"),
-    (["prefill_w0", "prefill_w1", "prefill_w2", "prefill_w5"], "prefill_w0–w2, w5"),
-    (["decode_w0", "prefill_w3"], "decode_w0, prefill_w3"),
-    (["server"], "server"),
-    ([None], "the deployment"),
-    (["[bold]x[/] w1", "[bold]x[/] w2", "[bold]x[/] w3"], "[bold]x[/] w1–w3"),  # text stays text
-])
-def test_endpoint_labels(names, label):
-    assert triage.endpoint_label(names) == label
+class _Store:
+    """What diagnose reads of a store: its endpoints, and no stats (no verdict figures)."""
+
+    def __init__(self, *endpoints):
+        self._endpoints = list(endpoints)
+
+    def endpoints(self):
+        return self._endpoints
+
+    def stats(self, name):
+        import pandas as pd
+        return pd.DataFrame()
 
 
-def test_worst_first_and_evidence_marks():
-    findings = [_F("kv_exhausted", "critical", "decode_w0", "2026-01-01T00:00:20Z"),
-                _F("lint", "info", "prefill_w10", "2026-01-01T00:00:20Z")]
-    order = triage.worst_first([("prefill_w2", "prefill"), ("prefill_w10", "prefill"), ("decode_w0", "decode"),
-                                ("frontend", "frontend")], findings)
-    assert order == ["decode_w0", "prefill_w10", "prefill_w2", "frontend"]
-    line = ("Engine 001: Avg prompt throughput: 42261.7 tokens/s, Avg generation throughput: 5.8 tokens/s, "
-            "Running: 2 reqs, Waiting: 280 reqs, GPU KV cache usage: 0.7%, Prefix cache hit rate: 0.0%")
-    marks = triage.evidence_marks(line, ["waiting", "kv_usage_pct"])
-    assert [line[a:b] for a, b in marks] == ["Waiting: 280 reqs", "GPU KV cache usage: 0.7%"]
+def test_endpoints_worst_first_and_the_worst_severity_of_each_endpoint_and_engine():
+    store = _Store(_Endpoint("prefill_w2", "prefill"), _Endpoint("prefill_w10", "prefill"),
+                   _Endpoint("decode_w0", "decode"), _Endpoint("frontend", "frontend"))
+    findings = [_F("lint_async_scheduling_off", "info", "prefill_w10", "2026-01-01T00:00:20Z"),
+                _F("cudagraph_overflow", "warning", "decode_w0", "2026-01-01T00:00:10Z", engines=(1, 2)),
+                _F("kv_exhausted", "critical", "decode_w0", "2026-01-01T00:00:20Z", engines=(2,))]
+    d = diagnose(store, findings)
+    assert d.endpoint_order == ("decode_w0", "prefill_w10", "prefill_w2", "frontend")
+    assert d.endpoint_severity == {"decode_w0": "critical", "prefill_w10": "info"}
+    assert d.engine_severity == {"decode_w0": {1: "warning", 2: "critical"}}
+    assert [f.rule for f in d.findings] == ["kv_exhausted", "cudagraph_overflow", "lint_async_scheduling_off"]
+    assert [g.members for g in d.groups] == [(0,), (1,), (2,)]  # indices into d.findings
+    assert d.verdict.rule == "kv_exhausted" and d.verdict.others == 2
