@@ -6,7 +6,7 @@
                          [--facts-from LOG... --topology-file FILE] [--deployment-label LABEL]...
     pdwatch rules test CASES.yaml... [--rules FILE]
 
-``export`` writes the rule file (``pdwatch.views.prometheus_rules``) and lists on stderr the
+``export`` writes the rule file (``pdwatch.alerting``) and lists on stderr the
 rules it left out, with the reason. ``test`` runs rule cases (``rules.casefile``'s format,
 with stats series or log lines as input: ``pdwatch.session.rule_cases``), prints a diff of
 each failed expectation, and exits 1 when one failed.
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from pdwatch.units import parse_duration
     from pdwatch.sources.promql import SelectorError, parse_selector
-    from pdwatch.views import prometheus_rules as pr
+    import pdwatch.alerting as pr
 
     interval = parse_duration(args.interval)
     if interval is None or not interval >= 0.001:
@@ -156,7 +156,7 @@ def facts_from_logs(args: argparse.Namespace) -> tuple:
     from pdwatch.model.topology_file import load_topology
     from pdwatch.session.analysis import analyse
     from pdwatch.sources.promql import parse_selector
-    from pdwatch.views.prometheus_rules import NUMERIC_FACTS, FactValue
+    from pdwatch.alerting import NUMERIC_FACTS, FactValue
 
     if not args.topology_file:
         raise UsageError("--facts-from needs --topology-file: it says which targets (prom: {job=..., "

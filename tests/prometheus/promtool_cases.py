@@ -40,7 +40,7 @@ from pdwatch.rules import load_rules
 from pdwatch.rules.casefile import _run, load_case_file
 from pdwatch.rules.series import expand
 from pdwatch.rules.span import ZERO, parse_span
-from pdwatch.views.prometheus_rules import ExportOptions, NUMERIC_FACTS, export
+from pdwatch.alerting import ExportOptions, NUMERIC_FACTS, export
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "rules_builtin" / "cases"
