@@ -10,6 +10,7 @@ contract.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -297,6 +298,10 @@ class Event:
     values: dict[str, Any] = field(default_factory=dict)
     end_line_no: int | None = None
     text: str = ""  # the ANSI-stripped line (first line for grouped events): evidence for reports
+    # A Prometheus target's labels (its events' source names them too, for people): what the
+    # deployment model names and matches the endpoint by. None for logs and /metrics scrapes.
+    # Not in ``to_json_dict``: ``pdwatch parse`` prints the source, which shows them.
+    labels: Mapping[str, str] | None = None
 
     def moved(self, delta: int) -> Event:
         """A copy with its line numbers moved by ``delta`` (read with provisional numbers: a

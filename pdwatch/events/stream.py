@@ -4,7 +4,8 @@ This is the only place that joins the two stages; parse, report and watch all
 read events from here. A ``/metrics`` scrape (``ScrapeBlock``) becomes ``stats`` events
 through ``pdwatch.parsers.exposition``, with one ``CounterState`` per URL for the rates; a
 Prometheus server's scrape of a target (``SampleBlock``: the same samples, parsed) takes
-the same way (``events_from_samples``), with one ``CounterState`` per target.
+the same way (``events_from_samples``), with one ``CounterState`` per target; its events
+carry the target's labels (``Event.labels``), which the deployment model reads.
 """
 
 from __future__ import annotations
@@ -79,11 +80,14 @@ class EventStream:
         state = self._counters.setdefault(block.source, CounterState())
         events = events_from_samples(block.samples, source=block.source, ts=block.ts, line_no=block.scrape_no,
                                      state=state, header=f"scrape {block.ts:%Y-%m-%dT%H:%M:%S.%f}"[:-3] + "Z")
+        labels = block.labels
+        for event in events:  # made here, shared with no one: the target's labels go with them
+            event.labels = labels
         if block.role is not None:  # the target's labels name its role (role, which label)
             role, said = block.role
             events.insert(0, Event(kind="role_hint", source=block.source, line_no=block.scrape_no, ts=block.ts,
                                    engine=None, level=None, values={"role": role, "origin": "prometheus label"},
-                                   text=f"{said}: role {role}"))
+                                   text=f"{said}: role {role}", labels=labels))
         return events
 
     def finish(self) -> list[Event]:

@@ -11,8 +11,9 @@ one endpoint may span the files of several nodes), then a file name containing t
 A ``/metrics`` URL is the endpoint ``host:port`` unless a topology entry lists it; a target
 read from a Prometheus server is the endpoint its ``instance`` label names (a topology's
 ``prom:`` selector matches its labels; a ``role`` label, Dynamo's ``worker_type`` or
-``dynamo_component`` give its role); an ssh source ``host:/path/file.log`` is named from its
-file name, like a local file.
+``dynamo_component`` give its role): the labels its events carry (``Event.labels``), given
+to ``endpoint_of`` with the source, never read back out of the source's name; an ssh source
+``host:/path/file.log`` is named from its file name, like a local file.
 GPUs = DP x TP x PP where the log says so; otherwise a guess, flagged as such.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 from urllib.parse import urlsplit
@@ -27,7 +29,7 @@ from urllib.parse import urlsplit
 import regex
 
 from pdwatch.parsers import Event
-from pdwatch.sources.prometheus import endpoint_name, instance_port, source_labels
+from pdwatch.sources.prometheus import target_name, target_port
 from pdwatch.sources.promql import Matcher, SelectorError, matches_all, parse_selector
 
 ROLES = ("prefill", "decode", "aggregated", "frontend", "unknown")
@@ -60,11 +62,10 @@ class EndpointSpec:
     written: tuple[str, ...] = ()  # the globs as the user wrote them, for notices
     prom: tuple[str, ...] = ()  # series selectors ({job="vllm",instance="node7:8000"}) of its Prometheus targets
 
-    def matches(self, source: str) -> bool:
-        if self.prom:
-            labels = source_labels(source)
-            if labels is not None and any(matches_all(_selector(p), labels) for p in self.prom):
-                return True
+    def matches(self, source: str, labels: Mapping[str, str] | None = None) -> bool:
+        """``labels``: a Prometheus target's (its ``prom:`` selectors match them); None for the rest."""
+        if self.prom and labels is not None and any(matches_all(_selector(p), labels) for p in self.prom):
+            return True
         base = os.path.basename(source)
         resolved = _resolved(source) or _remote_path(source)
         for g in self.globs:
@@ -179,19 +180,20 @@ def _is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
 
 
-def _scrape_port(source: str) -> int | None:
+def _scrape_port(source: str, labels: Mapping[str, str] | None = None) -> int | None:
     """The server port a scrape source names: a /metrics URL's, or a Prometheus target's instance."""
+    if labels is not None:
+        return target_port(labels)
     if _is_url(source):
         return urlsplit(source).port
-    return instance_port(source)
+    return None
 
 
-def name_from_file(source: str) -> tuple[str, str | None]:
+def name_from_file(source: str, labels: Mapping[str, str] | None = None) -> tuple[str, str | None]:
     """Endpoint name and role a file name gives (role None when it says nothing); a URL is ``host:port``,
-    a Prometheus target its ``instance``."""
-    prom_name = endpoint_name(source)
-    if prom_name is not None:
-        return prom_name, None
+    a Prometheus target (``labels``: its labels) its ``instance``."""
+    if labels is not None:
+        return target_name(labels), None
     if source.startswith(("http://", "https://")):
         parts = urlsplit(source)
         return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}", None
@@ -214,26 +216,31 @@ class DeploymentModel:
         self.absorbed: list[tuple[str, str]] = []  # (endpoint, into): URL endpoints claimed by a log
         self.endpoints: dict[str, Endpoint] = {}
         self._by_source: dict[str, Endpoint] = {}
+        self._labels: dict[str, Mapping[str, str]] = {}  # a Prometheus target's labels, by its source
         for spec in self._specs:
             if spec.name:
                 self.endpoints[spec.name] = Endpoint(spec.name, spec.role, "topology", declared_gpus=spec.gpus)
 
-    def endpoint_of(self, source: str) -> Endpoint:
+    def endpoint_of(self, source: str, labels: Mapping[str, str] | None = None) -> Endpoint:
+        """The endpoint of ``source``, placed on its first sight. ``labels``: a Prometheus target's
+        (its events' ``labels``), which name and match it; None for logs and /metrics URLs."""
         endpoint = self._by_source.get(source)
         if endpoint is not None:
             return endpoint
-        spec = next((s for s in self._specs if s.matches(source)), None)
-        served = self.serving_port(_scrape_port(source)) if spec is None else None
+        if labels is not None:
+            self._labels[source] = labels  # its port, should a log claim it later (_claim_urls)
+        spec = next((s for s in self._specs if s.matches(source, labels)), None)
+        served = self.serving_port(_scrape_port(source, labels)) if spec is None else None
         if spec is not None and spec.name:
             endpoint = self.endpoints[spec.name]
         elif served is not None:  # the /metrics of a server whose log we read: the same endpoint
             endpoint = served
         elif spec is not None:
-            name, _ = name_from_file(source)
+            name, _ = name_from_file(source, labels)
             endpoint = self.endpoints.setdefault(name, Endpoint(name))
             endpoint.role, endpoint.role_from = spec.role, "flag"
         else:
-            name, role = name_from_file(source)
+            name, role = name_from_file(source, labels)
             endpoint = self.endpoints.setdefault(name, Endpoint(name))
             if role is not None and endpoint.role_from == "unknown":  # a hint: what the log prints wins
                 endpoint.role, endpoint.role_from = role, "file name"
@@ -261,7 +268,7 @@ class DeploymentModel:
         for other in list(self.endpoints.values()):
             if other is endpoint or other.role_from == "topology" or not other.sources:
                 continue
-            if all(_scrape_port(src) == port for src in other.sources):
+            if all(_scrape_port(src, self._labels.get(src)) == port for src in other.sources):
                 for src in other.sources:
                     self._by_source[src] = endpoint
                     endpoint.sources.append(src)
@@ -277,7 +284,7 @@ class DeploymentModel:
         return found[0] if len(found) == 1 else None
 
     def observe(self, event: Event) -> Endpoint:
-        endpoint = self.endpoint_of(event.source)
+        endpoint = self.endpoint_of(event.source, event.labels)
         if event.engine is not None and event.kind not in ("spec_decode", "kv_transfer"):
             endpoint.engines.add(event.engine)
         elif event.kind == "args":

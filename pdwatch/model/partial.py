@@ -8,6 +8,7 @@ workers start reading before the parent has imported it (``pdwatch report``'s st
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Iterable
@@ -91,6 +92,7 @@ class Partial:
     kept: list[Event | tuple] = field(default_factory=list)
     stats: StatsColumns = field(default_factory=StatsColumns)
     last_ts: datetime | None = None  # of the last event with a time
+    labels: Mapping[str, str] | None = None  # a Prometheus target's labels (its events'): the model reads them
 
 
 def fold_events(events: Iterable[Event]) -> list[Partial]:
@@ -108,7 +110,7 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
     for event in events:
         if event.source != source or part is None:
             source = event.source
-            part = Partial(source)
+            part = Partial(source, labels=event.labels)
             parts.append(part)
             raw, engines, kept, stats = part.raw_counts, part.engines, part.kept, part.stats
         part.count += 1

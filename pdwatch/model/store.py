@@ -61,7 +61,7 @@ class Store:
         Parts must come in the order of their events (a worker's parts, file by file)."""
         if not part.count:
             return  # a source with no events is not an endpoint yet
-        endpoint = self.model.endpoint_of(part.source)
+        endpoint = self.model.endpoint_of(part.source, part.labels)
         series = self._series.get(endpoint.name)
         if series is None:  # not setdefault: building a _Series makes two DataFrames
             series = self._series[endpoint.name] = _Series()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable, Mapping
 
 import yaml
 
@@ -158,9 +158,12 @@ def role_globs(prefill: list[str] | None, decode: list[str] | None) -> list[Endp
     return specs
 
 
-def unmatched_notices(specs: Iterable[EndpointSpec], sources: list[str]) -> list[SourceNotice]:
+def unmatched_notices(specs: Iterable[EndpointSpec], sources: list[str],
+                      labels: Mapping[str, Mapping[str, str]] | None = None) -> list[SourceNotice]:
     """One notice per topology endpoint that none of the sources matches (it is left out of the
-    deployment, not reported as an endpoint that prints nothing)."""
+    deployment, not reported as an endpoint that prints nothing). ``labels``: the Prometheus
+    targets' labels by source, which the endpoints' ``prom:`` selectors match."""
+    labels = labels or {}
     return [SourceNotice(spec.name, "info", f"topology endpoint {spec.name} matches none of the sources "
                                             f"(globs: {', '.join(spec.written or spec.globs)}); left out")
-            for spec in specs if spec.name and not any(spec.matches(src) for src in sources)]
+            for spec in specs if spec.name and not any(spec.matches(src, labels.get(src)) for src in sources)]

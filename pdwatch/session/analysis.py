@@ -162,7 +162,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     notices += _add_recorded_metrics(store, sources.metrics_files)
     notices += _add_prometheus(store, proms)
     read = list(sources.sources) + list(sources.metrics_files) + [t for p in proms for t in p.targets]
-    notices += unmatched_notices(store.model.specs, read)
+    notices += unmatched_notices(store.model.specs, read, {s: l for p in proms for s, l in p.target_labels.items()})
     notices += [SourceNotice(src, "info", f"{src}: no vLLM or Dynamo server lines (only tracebacks or access "
                                             "lines): not an endpoint")
                 for e in store.not_servers() for src in e.sources]
@@ -430,7 +430,7 @@ def _add_prometheus(store: Store, proms: list[PrometheusSource]) -> list[SourceN
                     continue
                 assert isinstance(item, SampleBlock)
                 for event in stream.events_of(item):
-                    endpoint = store.model.endpoint_of(event.source)
+                    endpoint = store.model.endpoint_of(event.source, event.labels)
                     if event.kind == "stats" and endpoint.name in with_lines:
                         if event.source not in told:
                             told.add(event.source)

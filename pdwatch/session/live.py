@@ -238,7 +238,8 @@ class LiveSession:
         if not self._told_unmatched:  # once: the topology endpoints no source matches
             self._told_unmatched = True
             from pdwatch.model.topology_file import unmatched_notices
-            notices = notices + unmatched_notices(self._specs, list(self.sources.sources))
+            notices = notices + unmatched_notices(self._specs, list(self.sources.sources),
+                                                        self.sources.target_labels)
         return self._snapshot(notices)
 
     def _tick_watch(self, incoming: list[Event], wall: float) -> None:
@@ -334,7 +335,7 @@ class LiveSession:
         kept: list[Event] = []
         for event in events:
             if event.kind == "stats" and is_url(event.source):
-                endpoint = endpoint_of(event.source)
+                endpoint = endpoint_of(event.source, event.labels)
                 if endpoint.name in self._log_stats_endpoints:
                     continue
                 endpoint.facts["stats_from_metrics"] = True

@@ -5,7 +5,7 @@ from .discovery import classify_txt, expand_candidates, expand_paths
 from .file_tail import FileTail
 from .framing import LineFramer
 from .prometheus import PrometheusSource, PromOptions, is_prom
-from .records import NOTICE_KINDS, READ_FAILURES, LineBlock, SampleBlock, ScrapeBlock, SourceNotice
+from .records import NOTICE_KINDS, READ_FAILURES, Labels, LineBlock, SampleBlock, ScrapeBlock, SourceNotice
 from .scrape_source import ScrapeSource, is_url
 from .source_set import SourceSet
 from .ssh_source import SshOptions, SshSource
@@ -16,6 +16,7 @@ __all__ = [
     "NOTICE_KINDS",
     "READ_FAILURES",
     "FileTail",
+    "Labels",
     "LineBlock",
     "LineFramer",
     "PromOptions",

@@ -20,10 +20,12 @@ same samples again), and the events carry the scrape's own time, as a scrape pdw
 itself would.
 
 A target is ``(job, instance)``. Its events are named by the server and the labels all its
-series share (``prom+http://prom:9090{instance="node7:8000",job="vllm"}``): the deployment
-model names the endpoint after ``instance`` and a topology's ``prom:`` selector matches
-those labels. A ``role`` label, Dynamo's ``worker_type`` or ``dynamo_component`` (``prefill``;
-``backend`` is decode beside a ``prefill`` component of its namespace) give the role.
+series share (``prom+http://prom:9090{instance="node7:8000",job="vllm"}``), and carry those
+labels (``SampleBlock.labels``, then ``Event.labels``): the deployment model names the
+endpoint after ``instance`` (``target_name``) and a topology's ``prom:`` selector matches
+those labels, never reading them back out of the name. A ``role`` label, Dynamo's
+``worker_type`` or ``dynamo_component`` (``prefill``; ``backend`` is decode beside a
+``prefill`` component of its namespace) give the role.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
@@ -42,7 +45,7 @@ from pdwatch.units import fmt_span, parse_duration
 
 from .prom_api import PromClient, PromError
 from .promql import Matcher, SelectorError, labels_text, parse_selector, render
-from .records import SampleBlock, SourceNotice
+from .records import Labels, SampleBlock, SourceNotice
 
 SCHEMES = ("prom+http://", "prom+https://")
 TARGET_LABELS = ("job", "instance")
@@ -112,35 +115,20 @@ def parse_prom(arg: str) -> PromSpec:
     return PromSpec(f"{http}://{netloc}{prefix}", f"prom+{http}://{netloc}{prefix}", matchers, selector_text, auth)
 
 
-# -- target sources: how events name a target, and reading the labels back --------------------------
-def target_source(display: str, labels: dict[str, str]) -> str:
-    return display + labels_text(labels)
+# -- targets: how events name a target (for people), and what its labels say (for the model) ------
+def target_source(display: str, labels: Mapping[str, str]) -> str:
+    """A target's source name: its server and its labels (``prom+http://p:9090{instance="...",job="..."}``).
+    What people read; the deployment model reads the labels themselves (``SampleBlock.labels``)."""
+    return display + labels_text(dict(labels))
 
 
-def source_labels(source: str) -> dict[str, str] | None:
-    """The labels a target source was named with (None: not a Prometheus target source)."""
-    if not is_prom(source):
-        return None
-    brace = source.find("{")
-    if brace < 0 or not source.endswith("}") or "?" in source[:brace]:
-        return None  # (a server named with ?match={...} is no target)
-    try:
-        return {m.name: m.value for m in parse_selector(source[brace:])}
-    except SelectorError:
-        return None
+def target_name(labels: Mapping[str, str]) -> str:
+    """The endpoint a target stands for: its ``instance`` (else ``job``), as a URL's is host:port."""
+    return labels.get("instance") or labels.get("job") or labels_text(dict(labels))
 
 
-def endpoint_name(source: str) -> str | None:
-    """The endpoint a target source stands for: its ``instance`` (else ``job``), as a URL's is host:port."""
-    labels = source_labels(source)
-    if labels is None:
-        return None
-    return labels.get("instance") or labels.get("job") or labels_text(labels)
-
-
-def instance_port(source: str) -> int | None:
+def target_port(labels: Mapping[str, str]) -> int | None:
     """The port in a target's ``instance`` (host:port), to join it to a log that says its port."""
-    labels = source_labels(source) or {}
     try:
         return urlsplit(f"http://{labels.get('instance', '')}").port
     except ValueError:
@@ -212,6 +200,7 @@ class PromOptions:
 @dataclass
 class _Target:
     source: str
+    labels: Labels  # those all its series share: what ``source`` renders
     role: tuple[str, str] | None
     scrapes: int = 0
     last_scrape: float | None = None
@@ -384,12 +373,18 @@ class PrometheusSource:
         for s in group[1:]:
             common = {k: v for k, v in common.items() if s.get(k) == v}
         roles = [r for r in (role_from_labels(s, self._prefill_namespaces) for s in group) if r is not None]
-        return _Target(target_source(self.spec.display, common), roles[0] if roles else None)
+        labels = Labels(common)
+        return _Target(target_source(self.spec.display, labels), labels, roles[0] if roles else None)
 
     # -- reading ----------------------------------------------------------------------------------
     @property
     def targets(self) -> list[str]:
         return sorted(t.source for t in list(self._targets.values()))  # list(): the watch thread adds to it
+
+    @property
+    def target_labels(self) -> dict[str, Labels]:
+        """Each target's labels, by its source name (what a topology's ``prom:`` selectors match)."""
+        return {t.source: t.labels for t in list(self._targets.values())}
 
     def progress(self) -> str | None:
         plan = self._plan
@@ -481,7 +476,7 @@ class PrometheusSource:
             role = None
             if not target.told_role:
                 target.told_role, role = True, target.role
-            out.append(SampleBlock(source, target.scrapes, _utc(ts), samples, role))
+            out.append(SampleBlock(source, target.scrapes, _utc(ts), samples, role, target.labels))
         return out
 
     def _instant(self, at: float) -> list[Item]:

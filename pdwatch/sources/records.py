@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 NOTICE_KINDS = frozenset(
     {
@@ -31,6 +33,35 @@ NOTICE_KINDS = frozenset(
 READ_FAILURES = frozenset({"missing", "error", "not_a_file"})
 
 
+class Labels(Mapping[str, str]):
+    """A Prometheus target's labels (``job``, ``instance``, ... all its series share): read-only,
+    hashable and picklable (a ``MappingProxyType`` is not), so one instance is shared by every
+    block and event of a target."""
+
+    __slots__ = ("_labels",)
+
+    def __init__(self, labels: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+        self._labels = dict(labels)
+
+    def __getitem__(self, key: str) -> str:
+        return self._labels[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._labels)
+
+    def __len__(self) -> int:
+        return len(self._labels)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._labels.items()))
+
+    def __repr__(self) -> str:
+        return f"Labels({self._labels!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Labels, (self._labels,)
+
+
 @dataclass(frozen=True, slots=True)
 class LineBlock:
     source: str  # path as given / as the glob expanded it, or "-" for stdin
@@ -56,6 +87,9 @@ class SampleBlock:
     ts: datetime  # when Prometheus scraped it (its samples' timestamp), UTC
     samples: list[tuple[str, dict[str, str], float]]  # (sample name, labels, value)
     role: tuple[str, str] | None = None  # (role, which label said so), on a target's first block
+    # The target's labels (those all its series share, which ``source`` renders): its events carry
+    # them, and the deployment model names and matches the endpoint by them, not by ``source``.
+    labels: Labels = Labels()
 
 
 @dataclass(frozen=True, slots=True)

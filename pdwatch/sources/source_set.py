@@ -20,7 +20,7 @@ from pdwatch.sources.urls import normalize_url
 from .discovery import classify_txt, expand_candidates, expand_paths, is_txt, unlistable_dirs
 from .file_tail import FileTail, Ident
 from .prometheus import PrometheusSource, PromOptions, is_prom
-from .records import LineBlock, SampleBlock, ScrapeBlock, SourceNotice
+from .records import Labels, LineBlock, SampleBlock, ScrapeBlock, SourceNotice
 from .scrape_source import ScrapeSource, is_url
 from .ssh_source import SshOptions, SshSource
 from .ssh_spec import is_ssh, parse_ssh
@@ -145,6 +145,11 @@ class SourceSet:
         if self._stdin is not None:
             names.append(STDIN)
         return sorted(names)
+
+    @property
+    def target_labels(self) -> dict[str, Labels]:
+        """The Prometheus targets known so far: their labels, by source name."""
+        return {source: labels for prom in self._proms for source, labels in prom.target_labels.items()}
 
     @property
     def sources_up(self) -> dict[str, bool]:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import pickle
 from datetime import datetime, timezone
 
 import pytest
 
 from pdwatch.errors import UsageError
+from pdwatch.events.stream import EventStream
 from pdwatch.model.deployment import DeploymentModel, EndpointSpec, name_from_file
+from pdwatch.model.store import Store
 from pdwatch.model.topology_file import load_topology
+from pdwatch.parsers import Event
 from pdwatch.units import parse_duration
-from pdwatch.sources.prometheus import (endpoint_name, parse_prom, parse_when, role_from_labels,
-                                        source_labels, target_source)
+from pdwatch.sources.prometheus import (parse_prom, parse_when, role_from_labels, target_name, target_port,
+                                        target_source)
+from pdwatch.sources.records import Labels, SampleBlock
 from pdwatch.sources.promql import Matcher, SelectorError, labels_text, matches_all, parse_selector, quote, render
 
 
@@ -80,12 +85,13 @@ def test_times():
 
 
 def test_targets_name_endpoints_and_roles():
-    source = target_source("prom+http://p:9090", {"job": "vllm", "instance": "node7:8000", "role": "decode"})
+    labels = {"job": "vllm", "instance": "node7:8000", "role": "decode"}
+    source = target_source("prom+http://p:9090", labels)
     assert source == 'prom+http://p:9090{instance="node7:8000",job="vllm",role="decode"}'
-    assert source_labels(source) == {"job": "vllm", "instance": "node7:8000", "role": "decode"}
-    assert endpoint_name(source) == "node7:8000" == name_from_file(source)[0]
-    assert source_labels("http://node7:8000/metrics") is None
-    assert source_labels('prom+http://p:9090?match={job="x"}') is None  # a server, not a target
+    assert target_name(labels) == "node7:8000" == name_from_file(source, labels)[0]
+    assert target_name({"job": "vllm", "instance": ""}) == "vllm" and target_port(labels) == 8000
+    assert target_port({"job": "vllm"}) is None and target_port({"instance": "node7:x"}) is None
+    assert name_from_file(source)[0] != "node7:8000"  # the name alone is no target: its labels travel beside it
     assert role_from_labels({"role": "Prefill"}) == ("prefill", 'label role="Prefill"')
     assert role_from_labels({"worker_type": "agg"})[0] == "aggregated"
     assert role_from_labels({"dynamo_component": "prefill"})[0] == "prefill"
@@ -100,19 +106,69 @@ def test_a_topology_names_targets_by_selector(tmp_path):
                     '- {name: pre, role: prefill, globs: [pre.log], prom: [\'{instance="node1:8000"}\']}\n')
     specs = load_topology(str(topo))
     model = DeploymentModel(specs)
-    assert model.endpoint_of('prom+http://p:9090{instance="node7:8000",job="vllm"}').name == "dec"
-    assert model.endpoint_of('prom+http://p:9090{instance="node1:8000",job="other"}').name == "pre"
-    assert model.endpoint_of('prom+http://p:9090{instance="node9:8000",job="vllm"}').name == "node9:8000"
+    for labels, name in [({"instance": "node7:8000", "job": "vllm"}, "dec"),
+                         ({"instance": "node1:8000", "job": "other"}, "pre"),
+                         ({"instance": "node9:8000", "job": "vllm"}, "node9:8000")]:
+        assert model.endpoint_of(target_source("prom+http://p:9090", labels), labels).name == name
+    # A source that only looks like a target (no labels given) is no target: no selector matches it.
+    assert model.endpoint_of('prom+http://p:9090{instance="node7:8000",job="vllm",x="1"}').name != "dec"
     topo.write_text('endpoints:\n- {name: dec, role: decode, prom: \'{job=}\'}\n')
     with pytest.raises(UsageError, match="t.yaml:2: endpoints\\[0\\]: prom: .*a quoted value was expected"):
         load_topology(str(topo))
 
 
 def test_a_log_and_its_target_are_one_endpoint_when_the_log_says_its_port():
-    from pdwatch.parsers import Event
-
     model = DeploymentModel([EndpointSpec("", "decode", ("*decode*",))])
     log = model.endpoint_of("x_decode.log")
     model.observe(Event(kind="args", source="x_decode.log", line_no=1, ts=None, engine=None, level="INFO",
                         values={"args": {"port": 8000}}, text=""))
-    assert model.endpoint_of('prom+http://p:9090{instance="node7:8000",job="vllm"}') is log
+    labels = {"instance": "node7:8000", "job": "vllm"}
+    assert model.endpoint_of(target_source("prom+http://p:9090", labels), labels) is log
+
+
+def _target_block(source: str, labels: Labels, scrape_no: int = 1) -> SampleBlock:
+    series = {"engine": "0", "model_name": "m", **labels}
+    samples = [("vllm:num_requests_running", series, 3.0), ("vllm:num_requests_waiting", series, 1.0),
+               ("vllm:kv_cache_usage_perc", series, 0.5)]
+    return SampleBlock(source, scrape_no, datetime(2026, 1, 1, 0, 0, scrape_no, tzinfo=timezone.utc), samples,
+                       ("decode", 'label role="decode"') if scrape_no == 1 else None, labels)
+
+
+def test_the_labels_travel_with_the_events_and_name_the_endpoint(tmp_path):
+    """A target's endpoint is named and matched from its events' labels: a source name that
+    shows none (here the server's alone) still lands on the endpoint its instance names."""
+    labels = Labels({"instance": "node7:8000", "job": "vllm"})
+    stream = EventStream(None)
+    events = [e for n in (1, 2) for e in stream.events_of(_target_block("prom+http://p:9090", labels, n))]
+    assert [e.kind for e in events] == ["role_hint", "stats", "stats"]
+    assert all(e.labels is labels for e in events)
+    assert all("labels" not in e.to_json_dict() for e in events)  # pdwatch parse prints the source only
+    assert pickle.loads(pickle.dumps(events))[1].labels == {"instance": "node7:8000", "job": "vllm"}
+    assert hash(labels) == hash(Labels([("job", "vllm"), ("instance", "node7:8000")]))
+
+    store = Store()
+    store.add(events)
+    store.flush()
+    endpoint = store.model.endpoint_of("prom+http://p:9090")
+    assert (endpoint.name, endpoint.role, endpoint.role_from) == ("node7:8000", "decode", "prometheus label")
+    assert endpoint.sources == ["prom+http://p:9090"] and len(store.stats("node7:8000")) == 2
+
+    topo = tmp_path / "t.yaml"
+    topo.write_text('endpoints:\n- {name: dec, role: decode, prom: \'{job="vllm",instance=~"node7:.*"}\'}\n')
+    model = DeploymentModel(load_topology(str(topo)))
+    assert model.observe(events[1]).name == "dec"  # the topology's selector matched the event's labels
+    assert model.endpoint_of("prom+http://p:9090") is model.endpoints["dec"]
+    # The same source name without labels (a log, a /metrics URL) is matched by no selector.
+    assert DeploymentModel(load_topology(str(topo))).endpoint_of("prom+http://p:9090").name != "dec"
+
+
+def test_a_log_claims_the_target_scraped_before_it_said_its_port():
+    labels = Labels({"instance": "node7:8000", "job": "vllm"})
+    store = Store(DeploymentModel([EndpointSpec("", "decode", ("*decode*",))]))
+    store.add(EventStream(None).events_of(_target_block("prom+http://p:9090", labels)))
+    assert "node7:8000" in store.model.endpoints
+    store.add([Event(kind="args", source="x_decode.log", line_no=1, ts=None, engine=None, level="INFO",
+                     values={"args": {"port": 8000}}, text="")])
+    log = store.model.endpoint_of("x_decode.log")
+    assert "node7:8000" not in store.model.endpoints  # its port, from the labels the model was given
+    assert store.model.endpoint_of("prom+http://p:9090") is log and "prom+http://p:9090" in log.sources
