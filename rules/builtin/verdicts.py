@@ -16,11 +16,14 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from pdwatch.units import engine_ranges, fmt_clock, fmt_count, fmt_pct, fmt_short
 
-# Worst first among findings of one severity: failures, then bottlenecks, slowdowns, a blind spot,
-# a capacity note (the lints and any other rule come after, in their order of start).
-PRIORITY = ("engine_failure", "worker_lost", "kv_transfer_errors", "kv_exhausted", "prefill_bound",
-            "ttft_prefill_queue", "decode_bound", "seq_cap_bound", "cudagraph_overflow", "dp_imbalance",
-            "stats_missing", "capacity")
+# Worst first among findings of one severity: failures (the frontend, through which every request
+# enters, first; a worker's death or failed start before what it causes), then requests failing,
+# bottlenecks, slowdowns, blind spots, a capacity note (the lints and any other rule come after, in
+# their order of start).
+PRIORITY = ("frontend_lost", "engine_failure", "worker_lost", "startup_failed", "kv_transfer_errors",
+            "requests_failing", "kv_exhausted", "prefill_bound", "ttft_prefill_queue", "not_disaggregating",
+            "decode_bound", "seq_cap_bound", "cudagraph_overflow", "dp_imbalance", "stats_missing",
+            "status_server_failed", "capacity")
 SERVING = ("prefill", "decode", "aggregated", "unknown")  # the roles whose load a verdict reports
 
 
@@ -44,10 +47,37 @@ def _engine_failure(g, members, mine, serving) -> Said:
                 + _still_up(g, serving))
 
 
+def _frontend_lost(g, members, mine, serving) -> Said:
+    if g.end is not None:  # it came back (a report of the whole run)
+        return Said("failure", "Failure: frontend died",
+                    f"{g.label} was down from {fmt_clock(g.start)} to {fmt_clock(g.end)}: the job served nothing "
+                    "(its log went silent, its workers lost their connection from it)")
+    down = "is down" if len(g.endpoints) == 1 else "are down"
+    return Said("failure", "Failure: frontend died",
+                f"{g.label} {down} since {fmt_clock(g.start)}: the job serves nothing "
+                "(its log went silent, its workers lost their connection from it)")
+
+
 def _worker_lost(g, members, mine, serving) -> Said:
-    gone = "is gone" if len(g.endpoints) == 1 else "are gone"
-    detail = f"{g.label} {gone} since {fmt_clock(members[0].start)} (its log went silent; the frontend lost it)"
+    one = len(g.endpoints) == 1
+    detail = (f"{g.label} {'is' if one else 'are'} gone since {fmt_clock(members[0].start)} "
+              f"({'its log' if one else 'their logs'} went silent; the frontend lost {'it' if one else 'them'})")
     return Said("failure", "Failure: worker died", detail + (_still_up(g, serving) or "; no serving endpoint left"))
+
+
+def _startup_failed(g, members, mine, serving) -> Said:
+    verb = "failed" if len(g.endpoints) == 1 else "each failed"
+    return Said("failure", "Failure: worker did not start",
+                f"{g.label} {verb} to start (an error before it was ready, no stats line since)"
+                + (_still_up(g, serving) or "; no serving endpoint up"))
+
+
+def _requests_failing(g, members, mine, serving) -> Said:
+    if g.end is not None:
+        return Said("failure", "Failure: requests failed",
+                    f"{g.label} answered inference requests with errors from {fmt_clock(g.start)} to {fmt_clock(g.end)}")
+    return Said("failure", "Failure: requests failing",
+                f"{g.label} answers inference requests with errors since {fmt_clock(g.start)}")
 
 
 def _kv_transfer(g, members, mine, serving) -> Said:
@@ -104,6 +134,14 @@ def _ttft_prefill_queue(g, members, mine, serving) -> Said:
     return Said("bottleneck", "Bottleneck: prefill", detail)
 
 
+def _not_disaggregating(g, members, mine, serving) -> Said:
+    tps = _mean(f.prompt_tps for f in mine)
+    detail = f"{g.label} computes prompts itself" + _bits(f"≈{fmt_short(tps)} tok/s per engine" if tps is not None
+                                                          else None)
+    return Said("bottleneck", "Bottleneck: prefill bypassed",
+                detail + " and receives no KV transfers: the prefill workers idle")
+
+
 def _decode_bound(g, members, mine, serving) -> Said:
     tps, wait, kv = _mean(f.gen_tps for f in mine), _mean(f.waiting for f in mine), _max(f.kv_max_pct for f in mine)
     detail = f"{g.label} at its generation ceiling" + _bits(
@@ -143,6 +181,12 @@ def _stats_missing(g, members, mine, serving) -> Said:
                 "cannot be judged")
 
 
+def _status_server_failed(g, members, mine, serving) -> Said:
+    verb = "serves" if len(g.endpoints) == 1 else "serve"
+    return Said("blind", "Blind spot: no status server",
+                f"{g.label} {verb} no /health or /metrics (the status server's port is taken)")
+
+
 def _capacity(g, members, mine, serving) -> Said:
     run = _max(f.running * f.engines for f in mine if f.running is not None)
     detail = f"{g.label} runs near the concurrency its KV cache was sized for"
@@ -171,10 +215,12 @@ def generic(g, members, mine, serving) -> Said:
 
 
 WORDING: dict[str, Wording] = {
-    "engine_failure": _engine_failure, "worker_lost": _worker_lost, "kv_transfer_errors": _kv_transfer,
+    "frontend_lost": _frontend_lost, "engine_failure": _engine_failure, "worker_lost": _worker_lost,
+    "startup_failed": _startup_failed, "kv_transfer_errors": _kv_transfer, "requests_failing": _requests_failing,
     "kv_exhausted": _kv_exhausted, "prefill_bound": _prefill_bound, "ttft_prefill_queue": _ttft_prefill_queue,
-    "decode_bound": _decode_bound, "seq_cap_bound": _seq_cap, "cudagraph_overflow": _cudagraph,
-    "dp_imbalance": _dp_imbalance, "stats_missing": _stats_missing, "capacity": _capacity,
+    "not_disaggregating": _not_disaggregating, "decode_bound": _decode_bound, "seq_cap_bound": _seq_cap,
+    "cudagraph_overflow": _cudagraph, "dp_imbalance": _dp_imbalance, "stats_missing": _stats_missing,
+    "status_server_failed": _status_server_failed, "capacity": _capacity,
 }
 
 

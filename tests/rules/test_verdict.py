@@ -43,11 +43,16 @@ def test_endpoint_labels(names, label):
     assert endpoint_label(names) == label
 
 
-def test_every_wording_and_priority_names_a_built_in_rule_and_every_lint_has_its_words():
-    builtin = {r.finding for r in load_rules()}
-    assert set(verdicts.WORDING) <= builtin and set(verdicts.PRIORITY) <= builtin
+def test_every_wording_and_priority_names_a_built_in_rule_and_every_deciding_rule_has_one():
+    builtin = {r.finding: r for r in load_rules()}
+    assert set(verdicts.WORDING) <= set(builtin) and set(verdicts.PRIORITY) <= set(builtin)
     assert set(verdicts.WORDING) == set(verdicts.PRIORITY)
-    assert {name for name in builtin if name.startswith("lint_")} == set(verdicts.LINT_WORDS)
+    lints = {name for name in builtin if name.startswith("lint_")}
+    assert lints == set(verdicts.LINT_WORDS)
+    # a rule that can decide a verdict (warning or critical) has its own line, a lint its few words
+    deciding = {name for name, r in builtin.items()
+                if {r.severity, *(v.severity for v in r.variants)} & {"warning", "critical"}}
+    assert deciding - lints <= set(verdicts.WORDING), deciding - lints - set(verdicts.WORDING)
 
 
 def test_a_rule_without_wording_is_said_generically():
