@@ -146,6 +146,10 @@ KINDS: dict[str, dict[str, str]] = {
     "stats_disabled": {
         "reason": "why vLLM stopped printing stats lines",
     },
+    "broadcast_wait": {
+        "seconds": "how long a vLLM process has waited on its shared-memory queue (a process it waits for is "
+                   "stuck, or compiling at start-up); repeated every that many seconds",
+    },
     "nixl_failure": {
         "failure_type": "transfer_failed, handshake_failed, ...",
         "detail": "the rest of the message",

@@ -737,6 +737,22 @@ def parse_stats_disabled(msg: str) -> Parsed:
     return [("stats_disabled", {"reason": msg.strip()})] if "disabling stats logging" in msg else []
 
 
+# vLLM's own hint that a process it waits for is stuck (or busy compiling at start-up): the engine
+# core, or a worker of a multi-process executor, found no free block in its shared-memory queue
+# for N seconds (VLLM_RINGBUFFER_WARNING_INTERVAL, 60 by default), said again every N seconds.
+_BROADCAST_WAIT = regex.compile(r"No available shared memory broadcast block found in (?P<s>\d+) second")
+
+
+@family("broadcast_wait", ["No available shared memory broadcast block"], [
+    Sample("No available shared memory broadcast block found in 60 seconds. This typically happens when some "
+           "processes are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache "
+           "quantization).", [("broadcast_wait", {"seconds": 60})]),
+])
+def parse_broadcast_wait(msg: str) -> Parsed:
+    m = _BROADCAST_WAIT.search(msg)
+    return [("broadcast_wait", {"seconds": int(m["s"])})] if m else []
+
+
 _NIXL_FAIL = regex.compile(r"NIXL transfer failure: (?P<type>[\w-]+)\.?(?P<detail>[^|]*?)\s*(?:\| Context: (?P<ctx>.*))?$")
 _CTX_FIELD = regex.compile(r"'(?P<k>request_id|remote_host)': '(?P<v>[^']*)'")
 _SKIP_POST = regex.compile(r"Skipping KV post-processing for failed request (?P<req>\S+)")

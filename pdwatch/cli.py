@@ -7,7 +7,7 @@ import importlib
 import sys
 
 from pdwatch import __version__
-from pdwatch.errors import UsageError
+from pdwatch.errors import NOTHING_TO_JUDGE_STATUS, NothingToJudge, UsageError
 
 # Sub-command -> module. Only the chosen one is imported: the others pull in pandas, Textual,
 # the simulator (~0.6 s together), which `pdwatch parse` on a big file would wait for.
@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"pdwatch: error: {exc}", file=sys.stderr)
         return 2
+    except NothingToJudge as exc:
+        print(f"pdwatch: {exc}", file=sys.stderr)
+        return NOTHING_TO_JUDGE_STATUS
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -1,10 +1,20 @@
-"""Errors that end a command with a one-line message and exit status 2."""
+"""Errors that end a command with a one-line message: exit status 2 (``UsageError``) or 3
+(``NothingToJudge``)."""
 
 import os
 
 
 class UsageError(Exception):
     """Bad arguments or unusable input: reported as ``pdwatch: error: <message>``."""
+
+
+NOTHING_TO_JUDGE_STATUS = 3
+
+
+class NothingToJudge(Exception):
+    """The inputs were read but hold no vLLM or Dynamo server line: nothing to judge, which is
+    never a clean bill (``--fail-on`` must not pass on it). Reported as ``pdwatch: <message>``,
+    exit status 3."""
 
 
 def require_inputs(sources, paths: list[str]) -> None:

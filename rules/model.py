@@ -89,7 +89,7 @@ EVENT_KINDS = (
     "traceback", "shutdown", "stop_requested", "http_access", "worker_selected", "model_registered",
     "request_completed", "dynamo_process", "kv_connector", "worker_set", "backend_error", "frontend_response",
     "request_failed", "request_error", "lost_by_frontend", "status_server_failed", "request_plane_error",
-    "frontend_lost", "seen_again",
+    "frontend_lost", "seen_again", "broadcast_wait",
 )
 
 # The kinds the store keeps for the rules to count and quote (problems and start-up facts).
@@ -104,6 +104,8 @@ STORED_EVENT_KINDS = (
     # Dynamo: what each process says it is, and what the frontend saw of its backends.
     "dynamo_process", "kv_connector", "worker_set", "backend_error", "request_failed", "request_error",
     "status_server_failed", "request_plane_error", "server_ready",
+    # vLLM's hint that a process it waits for is stuck: evidence of a hang
+    "broadcast_wait",
     # a traceback logged at ERROR or with no level (vLLM logs harmless ones as warnings at start-up)
     "error_traceback",
     # pdwatch's own (model.frontend_losses): a frontend's line put on the worker it lost, a worker's

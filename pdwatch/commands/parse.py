@@ -20,6 +20,7 @@ from pdwatch.events import parallel_scan
 from pdwatch.commands.common import add_prom_arguments, add_scrape_interval_argument, add_time_arguments, \
     check_year, prom_options, time_zone
 from pdwatch.errors import require_inputs
+from pdwatch.events.recognition import nothing_to_judge, unrecognised_notice
 from pdwatch.events.stream import EventStream
 from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
 
@@ -55,16 +56,25 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     if args.format == "table":
         out.write(_TABLE_HEADER + "\n")
+    recognised: set[str] = set()
     try:
         if _worth_splitting(sources, args):
-            failed = _replay_by_file(sources, args, tz, out)
+            failed = _replay_by_file(sources, args, tz, out, recognised)
         else:
             stream = EventStream(sources, year=args.year, tz=tz, progress=_progress, json_lines=args.format == "jsonl")
             failed = _print_stream(stream, args, out)
+            recognised = stream.recognised
     finally:
         sources.stop()
     out.flush()
-    return 2 if failed else 0
+    if failed:
+        return 2
+    if not recognised:  # a run that read only junk is said as such (exit 3), never an empty success
+        raise nothing_to_judge(list(sources.sources) + list(sources.metrics_files))
+    for path in sources.local_files:
+        if path not in recognised and os.path.isfile(path):
+            _report_notice(unrecognised_notice(path), follow=False)
+    return 0
 
 
 def _print_stream(stream: EventStream, args: argparse.Namespace, out: TextIO) -> bool:
@@ -93,11 +103,12 @@ def _worth_splitting(sources: SourceSet, args: argparse.Namespace) -> bool:
             and sum(map(os.path.getsize, names)) >= parallel_scan.MIN_PARALLEL_BYTES)
 
 
-def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextIO) -> bool:
+def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextIO, recognised: set[str]) -> bool:
     """Every file in the replay's order, read on every core: a big one in pieces, the others whole
     by workers a few files ahead of their turn. The output is the sequential stream's: each file's
     lines and notices in turn, then the lines its scanner gives at the end of the input (an open
-    traceback, a held wrapped record), of every file, in file order."""
+    traceback, a held wrapped record), of every file, in file order. The files that gave a line
+    are added to ``recognised``."""
     table = args.format == "table"
     render = _render_table if table else _render_jsonl
     write = _chunk_writer(out)
@@ -118,6 +129,8 @@ def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextI
                                                          json_lines=not table, finish_apart=True, notices=ended):
                         if last is not None:
                             write(last)
+                        if chunk:
+                            recognised.add(path)
                         last = chunk  # the last one is the scanner's finish
                     finishes.append(last)
                     continue
@@ -134,6 +147,9 @@ def _replay_by_file(sources: SourceSet, args: argparse.Namespace, tz, out: TextI
                     failed |= _report_notice(item, follow=False)
                 else:
                     write(item)
+                    recognised.add(path)
+            if finish:
+                recognised.add(path)
             finishes.append(finish)
             ended += found
     for finish in finishes:

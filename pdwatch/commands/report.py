@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"pdwatch: {notice.message}", file=sys.stderr)
     if analysis.failed_sources and not analysis.store.endpoints():
         return 2  # nothing could be read (e.g. every remote file): the lines above say why; no empty report
+    if analysis.nothing_to_judge is not None:
+        raise analysis.nothing_to_judge  # exit 3, one line, no report (and no file overwritten by one)
     report = data.build(analysis)
     text = render(report, args.format)
     if args.output:

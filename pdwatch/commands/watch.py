@@ -21,7 +21,7 @@ from pdwatch.commands import SUMMARIES
 from pdwatch.commands.common import add_deployment_arguments, add_prom_arguments, add_rules_argument, \
     add_scrape_interval_argument, add_time_arguments, check_year, deployment_specs, load_rule_set, prom_options, \
     time_zone
-from pdwatch.errors import UsageError, require_inputs, require_one_existing
+from pdwatch.errors import NothingToJudge, UsageError, require_inputs, require_one_existing
 from pdwatch.rules.findings import SEVERITIES
 from pdwatch.session.live import LiveSession
 from pdwatch.session.snapshot import Snapshot
@@ -62,7 +62,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="no dashboard: print one line per finding as it fires and clears")
     parser.add_argument("--jsonl", action="store_true",
                         help="headless lines as JSON: rule, severity, endpoint, engines, start, end, summary, "
-                             "recommendation, state (firing/resolved), at")
+                             "recommendation, state (firing/escalated/resolved), at")
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve pdwatch's view as Prometheus metrics on this port (0: any free port)")
     parser.add_argument("--export", metavar="FILE",
@@ -153,6 +153,8 @@ def _show(args: argparse.Namespace, session: LiveSession) -> int:
         app.run()
     finally:
         session.close()
+    if app.nothing_to_judge is not None:  # said once the terminal is back, as report says it
+        raise NothingToJudge(app.nothing_to_judge)
     return 0
 
 
@@ -247,6 +249,8 @@ def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jso
             print_changes(snapshot, out, jsonl, err)
             if progress is not None:
                 progress.show(snapshot)
+            if snapshot.nothing_to_judge is not None:  # junk in: said as report says it, exit 3
+                raise NothingToJudge(snapshot.nothing_to_judge)
             if snapshot.done:  # a replay's end: 2 when an input could not be read, as parse and report
                 if progress is not None:
                     progress.finish(snapshot)

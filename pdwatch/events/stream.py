@@ -35,6 +35,7 @@ class EventStream:
         self._tz = tz
         self._scanners: dict[str, tuple[int, LogScanner]] = {}
         self._counters: dict[str, Any] = {}  # per URL: the previous scrape's counters (CounterState)
+        self.recognised: set[str] = set()  # the sources that gave at least one event
 
     def __iter__(self) -> Iterator[Event | SourceNotice]:
         assert self._sources is not None, "a stream without sources is fed by events_of"
@@ -47,6 +48,12 @@ class EventStream:
         yield from self.end_notices()
 
     def events_of(self, block: LineBlock | ScrapeBlock | SampleBlock) -> list[Event]:
+        out = self._events_of(block)
+        if out:
+            self.recognised.add(block.source)
+        return out
+
+    def _events_of(self, block: LineBlock | ScrapeBlock | SampleBlock) -> list[Event]:
         if isinstance(block, ScrapeBlock):
             return self._scrape_events(block)
         if isinstance(block, SampleBlock):
@@ -92,8 +99,11 @@ class EventStream:
 
     def finish(self) -> list[Event]:
         out: list[Event] = []
-        for _, scanner in self._scanners.values():
-            out.extend(scanner.finish())
+        for source, (_, scanner) in self._scanners.items():
+            events = scanner.finish()
+            if events:
+                self.recognised.add(source)
+            out.extend(events)
         return out
 
     def end_notices(self) -> list[SourceNotice]:

@@ -252,6 +252,10 @@ class DeploymentModel:
         """The endpoint of a source already seen (None: ``endpoint_of`` would place a new one)."""
         return self._by_source.get(source)
 
+    def placed_sources(self) -> set[str]:
+        """Every source some endpoint (or non-server) holds: those whose lines were recognised."""
+        return set(self._by_source)
+
     def attach(self, source: str, endpoint: Endpoint) -> None:
         """``source`` is another source of ``endpoint`` (a recorded scrape of its server)."""
         if self._by_source.get(source) is endpoint:

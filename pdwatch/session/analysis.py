@@ -33,7 +33,8 @@ import numpy  # noqa: F401, E402  (before the workers fork: they count newlines 
 from pdwatch.parsers import Event
 from pdwatch.events import parallel_scan
 from pdwatch.model.deployment import DeploymentModel, EndpointSpec
-from pdwatch.errors import UsageError, require_inputs, require_one_existing
+from pdwatch.errors import NothingToJudge, UsageError, require_inputs, require_one_existing
+from pdwatch.events.recognition import nothing_to_judge, unrecognised_notice
 from pdwatch.events.stream import EventStream
 from pdwatch.sources import READ_FAILURES, FileTail, PrometheusSource, PromOptions, SampleBlock, SourceNotice, \
     SourceSet, is_prom, is_ssh, is_url
@@ -64,6 +65,8 @@ class Analysis:
     metrics_files: list[str] = field(default_factory=list)
     clock: tuple[pd.Timestamp, pd.Timestamp] | None = None
     capacity: capacity_view.CapacityView = field(default_factory=lambda: _capacity_view().CapacityView())
+    # Inputs read with no vLLM or Dynamo server in them: what the commands say instead of a result.
+    nothing_to_judge: NothingToJudge | None = None
 
     @property
     def failed_sources(self) -> list[SourceNotice]:
@@ -166,6 +169,11 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     notices += [SourceNotice(src, "info", f"{src}: no vLLM or Dynamo server lines (only tracebacks or access "
                                             "lines): not an endpoint")
                 for e in store.not_servers() for src in e.sources]
+    unjudged = _nothing_to_judge(store, sources, notices)
+    if unjudged is None:
+        placed = store.model.placed_sources()
+        notices += [unrecognised_notice(s) for s in sources.local_files if s not in placed and os.path.isfile(s)
+                    and s not in {n.source for n in notices if n.kind in READ_FAILURES}]
 
     capacity = capacity_view.compute(store, model)  # before the rules: they read planned_concurrency
     endpoints = store.endpoints()
@@ -179,7 +187,16 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     # A user regex that timed out (rules.userregex): "rules.yaml:12: ..." on stderr and in the report.
     notices += [SourceNotice(m.split(":", 1)[0], "rules", m) for m in engine.notices]
     return Analysis(list(paths), store, result, engine.findings(), rules, notices,
-                    sources.metrics_files, clock, capacity)
+                    sources.metrics_files, clock, capacity, unjudged)
+
+
+def _nothing_to_judge(store: Store, sources: SourceSet, notices: list[SourceNotice]) -> NothingToJudge | None:
+    """What to say when every input was read and none shows a vLLM or Dynamo server (None: there
+    is something to judge, or an input could not be read: that is exit status 2's to say)."""
+    if store.endpoints() or any(n.kind in READ_FAILURES for n in notices):
+        return None
+    read = list(sources.sources) + list(sources.metrics_files)
+    return nothing_to_judge(read, not_servers=bool(store.not_servers()))
 
 
 def _progress(message: str) -> None:

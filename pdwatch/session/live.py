@@ -17,6 +17,7 @@ advances the clock, evaluates the rules and returns the snapshot.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from datetime import datetime, timezone, tzinfo
@@ -24,8 +25,10 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from pdwatch.events.recognition import LOOKED_FOR, nothing_to_judge, unrecognised_notice, what_was_read
 from pdwatch.events.stream import EventStream
 from pdwatch.model.deployment import DeploymentModel, EndpointSpec
+from pdwatch.model.partial import GENERIC_KINDS
 from pdwatch.model.store import Store
 from pdwatch.parsers import Event
 from pdwatch.rules import Finding, Rule, RuleEngine, load_rules
@@ -39,6 +42,9 @@ from .replay_rules import ReplayRules
 from .rows import SnapshotBuilder, headline, to_datetime
 from .snapshot import EndpointDetail, Snapshot
 from .times import parse_time
+
+
+WAITING_TOLD_AFTER_S = 5.0  # watch: wall seconds of reading with nothing recognised before it is said
 
 
 class LiveSession:
@@ -70,6 +76,10 @@ class LiveSession:
         self._buffer = ReplayBuffer()
         self._grid = ReplayRules()
         self._told_unmatched = False
+        self._unjudged: str | None = None  # replay: the inputs hold no vLLM or Dynamo server line
+        self._said: list[SourceNotice] = []  # notices of the session's own, for the next snapshot
+        self._watch_since = wall()  # watch: when it began (a while with nothing recognised is said)
+        self._told_unrecognised = False
         self.exporter = None  # a pdwatch.views.exporter.PdwatchExporter, fed every tick when set
         # Replay: at most this many seconds of rule evaluation per tick (None: no limit), so that a
         # long jump keeps a dashboard responsive; the clock shows how far it got.
@@ -240,6 +250,11 @@ class LiveSession:
             from pdwatch.model.topology_file import unmatched_notices
             notices = notices + unmatched_notices(self._specs, list(self.sources.sources),
                                                         self.sources.target_labels)
+        if self.mode == "watch" and not self._told_unrecognised and wall - self._watch_since >= WAITING_TOLD_AFTER_S:
+            self._told_unrecognised = True
+            self._say_if_nothing_recognised()
+        if self._said:
+            notices, self._said = notices + self._said, []
         return self._snapshot(notices)
 
     def _tick_watch(self, incoming: list[Event], wall: float) -> None:
@@ -270,6 +285,11 @@ class LiveSession:
             if not source_done:
                 return
             self._buffer.load()
+            self._unjudged = self._nothing_to_judge()
+            if self._unjudged is None:  # a folder only partly recognised names its other files
+                recognised = self._ingest.stream.recognised
+                self._said += [unrecognised_notice(p) for p in self.sources.local_files
+                               if p not in recognised and os.path.isfile(p)]
         if self._buffer.start is None:  # no timestamps at all: show everything at once
             events = self._buffer.release_all()
             if events:
@@ -342,6 +362,22 @@ class LiveSession:
             kept.append(event)
         return kept
 
+    def _say_if_nothing_recognised(self) -> None:
+        """Watch: files there for a while with no line recognised are said once (a wrong folder or
+        glob shows at once), while the watch goes on waiting for lines."""
+        files = [p for p in self.sources.local_files if os.path.isfile(p)]
+        if files and not self._ingest.stream.recognised:
+            self._said.append(SourceNotice(files[0], "info", f"nothing recognised yet: read {what_was_read(files)} "
+                                                             f"with no vLLM or Dynamo line; waiting for one "
+                                                             f"(pdwatch looks for {LOOKED_FOR})"))
+
+    def _nothing_to_judge(self) -> str | None:
+        """A replay whose inputs, all read, hold no vLLM or Dynamo server line (as ``report`` says)."""
+        if self.read_failures or self._buffer.has_kind_but(GENERIC_KINDS):
+            return None
+        read = list(self.sources.sources) + list(self.sources.metrics_files)
+        return str(nothing_to_judge(read, not_servers=bool(self._ingest.stream.recognised)))
+
     # -- the snapshot ---------------------------------------------------------------------------
     def _shown_clock(self) -> pd.Timestamp | None:
         return self._replay.now if self.mode == "replay" else self._watch.display
@@ -356,10 +392,10 @@ class LiveSession:
             speed=self.speed if self.mode == "replay" else None, paused=self.paused,
             loading=self.mode == "replay" and not self._buffer.loaded, done=self.done,
             headline=headline(rows), endpoints=rows, findings=firing, all_findings=all_rows,
-            changes=self._feed.changes(all_rows),
+            changes=self._feed.changes(all_rows, to_datetime(self._shown_clock())),
             notices=tuple(n.message for n in notices if n.kind != "opened"),
             start=to_datetime(self._buffer.start), end=to_datetime(self._buffer.end),
-            seeking_to=to_datetime(self._replay.seek_to), diagnosis=diagnosis)
+            seeking_to=to_datetime(self._replay.seek_to), diagnosis=diagnosis, nothing_to_judge=self._unjudged)
 
     def endpoint_detail(self, name: str, max_lines: int = 40) -> EndpointDetail | None:
         """The endpoint's series over the run so far, its start-up facts and its newest lines

@@ -57,6 +57,10 @@ class ReplayBuffer:
             self.step = self._grid_step()
         self.loaded = True
 
+    def has_kind_but(self, kinds: frozenset[str]) -> bool:
+        """Whether any event read is of a kind other than ``kinds``."""
+        return any(e.kind not in kinds for e in self._events)
+
     def release(self, upto: pd.Timestamp) -> list[Event]:
         """The events up to ``upto`` not released yet."""
         end = bisect.bisect_right(self._keys, upto.value // 1000, lo=self._released)

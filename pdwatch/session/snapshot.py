@@ -142,7 +142,7 @@ class FindingRow:
 
 @dataclass(frozen=True)
 class Change:
-    state: str  # "firing" or "resolved"
+    state: str  # "firing", "escalated" (a worse severity while it holds) or "resolved"
     at: datetime
     finding: FindingRow
 
@@ -213,6 +213,8 @@ class Snapshot:
     start: datetime | None = None  # replay: the logs' first and last timestamps
     end: datetime | None = None
     seeking_to: datetime | None = None  # replay: a seek still being played towards this time
+    # replay: its inputs, all read, hold no vLLM or Dynamo server line: the one line to say (exit 3)
+    nothing_to_judge: str | None = None
     # what is wrong now: the diagnosis of the findings firing now (its findings are ``findings``, in order)
     diagnosis: Diagnosis | None = None
 

@@ -24,6 +24,7 @@ NOTICE_KINDS = frozenset(
         "up",  # a remote source is reachable again
         "wrapped",  # a log whose lines a terminal had cut: the pieces were rejoined
         "undecodable",  # lines of a log that are not valid UTF-8: read with U+FFFD for their bad bytes
+        "unrecognised",  # a file of the run with no line pdwatch recognises: left out
         "info",  # what pdwatch made of a source: a scrape joined to an endpoint, a page with nothing to read
     }
 )

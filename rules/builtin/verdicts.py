@@ -20,7 +20,7 @@ from pdwatch.units import engine_ranges, fmt_clock, fmt_count, fmt_pct, fmt_shor
 # enters, first; a worker's death or failed start before what it causes), then requests failing,
 # bottlenecks, slowdowns, blind spots, a capacity note (the lints and any other rule come after, in
 # their order of start).
-PRIORITY = ("frontend_lost", "engine_failure", "worker_lost", "startup_failed", "kv_transfer_errors",
+PRIORITY = ("frontend_lost", "engine_failure", "worker_lost", "stalled", "startup_failed", "kv_transfer_errors",
             "requests_failing", "kv_exhausted", "prefill_bound", "ttft_prefill_queue", "not_disaggregating",
             "decode_bound", "seq_cap_bound", "cudagraph_overflow", "dp_imbalance", "stats_missing",
             "status_server_failed", "capacity")
@@ -63,6 +63,22 @@ def _worker_lost(g, members, mine, serving) -> Said:
     detail = (f"{g.label} {'is' if one else 'are'} gone since {fmt_clock(members[0].start)} "
               f"({'its log' if one else 'their logs'} went silent; the frontend lost {'it' if one else 'them'})")
     return Said("failure", "Failure: worker died", detail + (_still_up(g, serving) or "; no serving endpoint left"))
+
+
+def _stalled(g, members, mine, serving) -> Said:
+    """Every serving endpoint stalled at once is the job hung, not one endpoint."""
+    judged = {f.name for f in serving if f.has_stats}
+    whole = len(judged) > 1 and judged <= set(g.endpoints)
+    who = f"all {len(judged)} endpoints ({g.label})" if whole else g.label
+    if g.end is not None:  # it moved again (a report of the whole run)
+        detail = (f"{who} made no progress from {fmt_clock(g.start)} to {fmt_clock(g.end)} with requests in flight, "
+                  "and no stop, error or death logged")
+    else:
+        one = len(g.endpoints) == 1
+        detail = (f"{who} {'has' if one and not whole else 'have'} made no progress since {fmt_clock(g.start)} "
+                  "with requests in flight, and no stop, error or death logged")
+    title = "Failure: job hung" if whole else "Failure: endpoint hung"
+    return Said("failure", title, detail + ("" if whole else _still_up(g, serving)))
 
 
 def _startup_failed(g, members, mine, serving) -> Said:
@@ -216,7 +232,7 @@ def generic(g, members, mine, serving) -> Said:
 
 WORDING: dict[str, Wording] = {
     "frontend_lost": _frontend_lost, "engine_failure": _engine_failure, "worker_lost": _worker_lost,
-    "startup_failed": _startup_failed, "kv_transfer_errors": _kv_transfer, "requests_failing": _requests_failing,
+    "stalled": _stalled, "startup_failed": _startup_failed, "kv_transfer_errors": _kv_transfer, "requests_failing": _requests_failing,
     "kv_exhausted": _kv_exhausted, "prefill_bound": _prefill_bound, "ttft_prefill_queue": _ttft_prefill_queue,
     "not_disaggregating": _not_disaggregating, "decode_bound": _decode_bound, "seq_cap_bound": _seq_cap,
     "cudagraph_overflow": _cudagraph, "dp_imbalance": _dp_imbalance, "stats_missing": _stats_missing,

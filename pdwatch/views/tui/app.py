@@ -93,6 +93,7 @@ class PdwatchApp(App):
         self.refresh_s = refresh
         self.export_path = export_path
         self.snapshot: Snapshot | None = None
+        self.nothing_to_judge: str | None = None  # set when a replay read only junk: the app exits
         self._panes: dict[str, EndpointPane] = {}
         self._stop = threading.Event()
         self._lines_pending = threading.Event()  # a LinesArrived message is on its way
@@ -239,6 +240,11 @@ class PdwatchApp(App):
         self._last_tick = time.monotonic()
         snap = self.session.tick()
         self.snapshot = snap
+        if snap.nothing_to_judge is not None:  # junk in: no dashboard around nothing; the command says why
+            self.nothing_to_judge = snap.nothing_to_judge
+            self._stop.set()
+            self.exit()
+            return
         try:
             self.render_snapshot(snap)
             if self._select_next_fired and not self.session.finding_hunt_active:
