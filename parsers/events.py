@@ -104,6 +104,8 @@ KINDS: dict[str, dict[str, str]] = {
     },
     "cache_config": {
         "num_gpu_blocks": "KV blocks allocated",
+        "override": "num_gpu_blocks_override, when the line says it replaced vLLM's count",
+        "memory_blocks": "the blocks the KV memory would have held, which the override replaced",
     },
     "cudagraph_capture": {
         "sizes": "captured batch sizes, ascending (list of ints; empty list = no CUDA graphs), or null",

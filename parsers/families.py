@@ -591,15 +591,25 @@ def parse_kv_cache_size(msg: str) -> Parsed:
 
 
 _CACHE_CONFIG = regex.compile(r"cache_config_info with initialization after num_gpu_blocks is: (?P<n>\d+)$")
+_BLOCKS_OVERRIDE = regex.compile(r"Overriding num_gpu_blocks=(?P<memory>\d+) with num_gpu_blocks_override=(?P<n>\d+)")
 
 
-@family("cache_config", ["num_gpu_blocks is: "], [
+@family("cache_config", ["num_gpu_blocks is: ", "Overriding num_gpu_blocks="], [
     Sample("Engine 000: vllm cache_config_info with initialization after num_gpu_blocks is: 25809",
            [("cache_config", {"num_gpu_blocks": 25809})]),
+    # --num-gpu-blocks-override: the blocks vLLM allocates, and those its KV memory would have held
+    Sample("Overriding num_gpu_blocks=16384 with num_gpu_blocks_override=40",
+           [("cache_config", {"num_gpu_blocks": 40, "override": 40, "memory_blocks": 16384})]),
 ])
 def parse_cache_config(msg: str) -> Parsed:
     m = _CACHE_CONFIG.search(msg)
-    return [("cache_config", {"num_gpu_blocks": int(m["n"])})] if m else []
+    if m:
+        return [("cache_config", {"num_gpu_blocks": int(m["n"])})]
+    m = _BLOCKS_OVERRIDE.search(msg)
+    if m:
+        n = int(m["n"])
+        return [("cache_config", {"num_gpu_blocks": n, "override": n, "memory_blocks": int(m["memory"])})]
+    return []
 
 
 _GRAPH_ESTIMATE = regex.compile(r"Estimated CUDA graph memory: (?P<est>[\d.]+) GiB total")

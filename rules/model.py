@@ -55,7 +55,7 @@ ENDPOINT_FACTS: dict[str, str] = {
     "kv_capacity_tokens": "KV-cache size in tokens",
     "max_concurrency": "vLLM's 'Maximum concurrency for N tokens per request'",
     "max_concurrency_tokens": "the N of that line",
-    "planned_concurrency": "max concurrency per engine from pdwatch's capacity arithmetic (report --model-config)",
+    "planned_concurrency": "max concurrency per engine with report --model-config: the log's figure, else pdwatch's capacity arithmetic",
     "api_server_count": "--api-server-count",
     "kv_role": "kv_producer | kv_consumer | kv_both",
     "kv_connector": "the KV connector vLLM created (NixlConnector, NixlPullConnector, ExampleConnector, ...)",
@@ -100,7 +100,7 @@ STORED_EVENT_KINDS = (
     "oom", "engine_dead", "traceback", "shutdown", "stop_requested", "spec_decode", "kv_transfer", "cudagraph_capture",
     "args", "engine_config", "version", "kv_cache_size", "max_concurrency", "kv_memory",
     "model_loading", "memory_profile", "cudagraph_memory", "block_size", "ssm_dtype", "ssm_conv_layout",
-    "init_time", "role_hint",
+    "init_time", "role_hint", "cache_config",
     # Dynamo: what each process says it is, and what the frontend saw of its backends.
     "dynamo_process", "kv_connector", "worker_set", "backend_error", "request_failed", "request_error",
     "status_server_failed", "request_plane_error", "server_ready",

@@ -2,8 +2,8 @@
 
 vLLM's own figures count a request of ``max_model_len`` tokens (not ISL + OSL), keep 2 blocks
 per linear layer in 'align' mamba-cache mode (+1 per speculative token), and size the pool from
-the KV memory it measured. :func:`vllm_view` redoes that computation; :func:`compare` lines it up
-with the log.
+the KV memory it measured, or take ``--num-gpu-blocks-override`` as it is. :func:`vllm_view` redoes
+that computation; :func:`compare` lines it up with the log.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class VllmView:
     pool_blocks: int | None
     max_concurrency: float | None
     kv_tokens: dict[str, int] | None  # both formulas of "KV cache size: N tokens"
-    kv_source: str | None
+    kv_source: str | None  # what sized the pool: the KV memory's source, or OVERRIDE
     pool_range: tuple[int, int] | None = None  # blocks consistent with a KV memory the log rounded
 
     def at(self, blocks: int, group_size: int, groups: int, block_tokens: int) -> tuple[float, dict[str, int]]:
@@ -42,6 +42,9 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
 
+OVERRIDE = "num_gpu_blocks_override"
+
+
 def vllm_view(cap: Capacity) -> VllmView | None:
     """vLLM's 'Maximum concurrency' and 'KV cache size' for this engine, when max_model_len is known."""
     max_len = cap.settings.get("max_model_len")
@@ -50,16 +53,20 @@ def vllm_view(cap: Capacity) -> VllmView | None:
     mode, spec = cap.settings["mamba_cache_mode"].value, cap.settings["num_speculative_tokens"].value
     lin = ar.linear_blocks_per_request(mode, spec, max_len.value, cap.block.tokens)
     request = ar.request_kv(max_len.value, cap.block, cap.grouping, lin)
-    if cap.engine is None:
+    override = cap.facts.get(OVERRIDE)
+    if override is not None:  # vLLM allocates the override's blocks, whatever its memory holds
+        blocks, source = override, OVERRIDE
+    elif cap.engine is not None:
+        blocks, source = cap.engine.pool_blocks, cap.kv_memory.source
+    else:
         return VllmView(max_len.value, request, None, None, None, None)
-    blocks = cap.engine.pool_blocks
     pool_range = (blocks, blocks)
-    if cap.kv_memory.source == "log":  # "Available KV cache memory" is printed to 0.01 GiB
+    if source == "log":  # "Available KV cache memory" is printed to 0.01 GiB
         pool_range = tuple(ar.num_blocks(int((cap.kv_memory.value + d) * ar.GiB), cap.block.page_bytes,
                                          cap.grouping.group_size) for d in (-0.005, 0.005))
-    view = VllmView(max_len.value, request, blocks, None, None, cap.kv_memory.source, pool_range)
+    view = VllmView(max_len.value, request, blocks, None, None, source, pool_range)
     conc, tokens = view.at(blocks, *_shape(cap))
-    return VllmView(max_len.value, request, blocks, conc, tokens, cap.kv_memory.source, pool_range)
+    return VllmView(max_len.value, request, blocks, conc, tokens, source, pool_range)
 
 
 def _shape(cap: Capacity) -> tuple[int, int, int]:
@@ -124,7 +131,7 @@ def _kv_memory_row(cap: Capacity, printed: float) -> Comparison:
 
 def _tokens_row(cap: Capacity, view: VllmView | None, printed: int) -> Comparison:
     if view is None or view.kv_tokens is None:
-        return Comparison("KV cache size", "tokens", None, printed, None, [_unknown(cap, view)])
+        return Comparison("KV cache size", "tokens", None, printed, None, [unknown_reason(cap, view)])
     computed = view.kv_tokens["concurrency_x_max_model_len"]
     older = view.kv_tokens["blocks_per_group_x_block_size"]
     notes = [f"vLLM prints int(max concurrency × max_model_len) = int({view.max_concurrency:.4f} × "
@@ -149,7 +156,7 @@ def _concurrency_row(cap: Capacity, view: VllmView | None, printed: float) -> Co
              f"attention layer{linear} = {per_request} block ids per request, each spanning "
              f"{cap.grouping.group_size} layer(s)"]
     if view.max_concurrency is None:
-        notes.append(_unknown(cap, view))
+        notes.append(unknown_reason(cap, view))
         notes.append(_implied_memory(cap, printed, per_request))
         return Comparison("maximum concurrency", "x", None, printed, None, notes)
     computed = round(view.max_concurrency, 2)
@@ -166,6 +173,10 @@ def _concurrency_row(cap: Capacity, view: VllmView | None, printed: float) -> Co
 
 
 def _pool_notes(cap: Capacity, view: VllmView, span: str) -> list[str]:
+    if view.kv_source == OVERRIDE:
+        memory = "" if cap.engine is None else (f", not the {cap.engine.pool_blocks:,} of {_gib(cap.kv_memory.value)} "
+                                                f"({cap.kv_memory.source})")
+        return [f"pool: num_gpu_blocks_override = {view.pool_blocks:,} block ids{memory}"]
     notes = [f"pool: {_gib(cap.kv_memory.value)} ({view.kv_source}) ÷ {_b(cap.block.page_bytes)} page ÷ "
              f"{cap.grouping.group_size} layer(s) per group = {view.pool_blocks:,} block ids"]
     lo, hi = view.pool_range
@@ -174,7 +185,8 @@ def _pool_notes(cap: Capacity, view: VllmView, span: str) -> list[str]:
     return notes
 
 
-def _unknown(cap: Capacity, view: VllmView | None) -> str:
+def unknown_reason(cap: Capacity, view: VllmView | None) -> str:
+    """Why vLLM's figures could not be computed, and what to pass."""
     if view is None:
         return "max_model_len unknown: pass --max-model-len"
     if cap.facts.get("kv_device") == "CPU":

@@ -6,20 +6,27 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from pdwatch.capacity import arithmetic as ar
-from pdwatch.capacity.compare import Comparison, VllmView
+from pdwatch.capacity import arithmetic as ar, side_by_side
+from pdwatch.capacity.compare import Comparison, VllmView, unknown_reason
 from pdwatch.capacity.estimate import Capacity
+from pdwatch.capacity.gap import Estimate, Gap
+from pdwatch.capacity.logged import LoggedCapacity
 from pdwatch.units import fmt_bytes as b
 
 Row = tuple[str, str, str]  # label, how, result
 _WIDTH = 100
 
 
-def render_text(cap: Capacity, view: VllmView | None, rows: list[Comparison], source: str | None = None) -> str:
+def render_text(cap: Capacity, view: VllmView | None, rows: list[Comparison], source: str | None = None,
+                logged: LoggedCapacity | None = None, estimate: Estimate | None = None, gap: Gap | None = None) -> str:
+    """The steps as a table; when the log states the KV cache (``logged``), that capacity first, the
+    estimate beside it and the gap explained."""
     m, s = cap.model, cap.settings
     out = [f"Capacity of {m.architecture}: one engine, per GPU (TP {s['tp'].value})"
            + (f" — {source}" if source else ""), ""]
-    sections = _sections(cap)
+    if logged is not None:
+        out.extend(side_by_side.text_lines(logged, estimate, gap, unknown_reason(cap, view)))
+    sections = _sections(cap, logged)
     widths = [max(len(r[i]) for _, rs in sections for r in rs) for i in (0, 1)]
     for n, (heading, section) in enumerate(sections, 1):
         out.append(f"{n}. {heading}")
@@ -35,14 +42,14 @@ def render_text(cap: Capacity, view: VllmView | None, rows: list[Comparison], so
     return "\n".join(out) + "\n"
 
 
-def _sections(cap: Capacity) -> list[tuple[str, list[Row]]]:
+def _sections(cap: Capacity, logged: LoggedCapacity | None) -> list[tuple[str, list[Row]]]:
     sections = [("State per layer", _state_rows(cap)), ("KV block", _block_rows(cap)),
                 ("KV cache per request", _request_rows(cap))]
     if cap.budget:
         sections.append(("Memory for the KV cache, per GPU", _budget_rows(cap)))
-    rows = _concurrency_rows(cap)
+    rows = _concurrency_rows(cap, logged.blocks.value if logged and logged.blocks else None)
     if rows:
-        sections.append(("Concurrency", rows))
+        sections.append(("Concurrency" + (" (the estimate; the log's capacity is above)" if logged else ""), rows))
     return sections
 
 
@@ -125,20 +132,25 @@ def _budget_rows(cap: Capacity) -> list[Row]:
     return rows
 
 
-def _concurrency_rows(cap: Capacity) -> list[Row]:
+def _concurrency_rows(cap: Capacity, logged_blocks: int | None) -> list[Row]:
+    """``logged_blocks``: the pool the log states; the requests it holds are what the cc check meets."""
     e, d, r = cap.engine, cap.deployment, cap.request
     rows: list[Row] = []
+    per = r.blocks // cap.grouping.group_size
     if e:
-        per = r.blocks // cap.grouping.group_size
         rows += [("per engine", f"{cap.kv_memory.value:.2f} GiB ÷ {b(r.bytes)}", f"{e.per_request_division:.2f}"),
                  ("whole requests", f"{e.pool_blocks:,} block ids ÷ {per} per request", f"{e.whole_requests}")]
+    held = None if logged_blocks is None or not per else logged_blocks // per
+    if held is not None and (e or d):
+        rows.append(("on the log's pool", f"{logged_blocks:,} block ids ÷ {per} per request", f"{held}"))
     if d:
         where = f"{d.topology.serving} {'decode' if d.topology.disaggregated else 'aggregated'}" if d.topology else cap.settings["engines"].source
         if d.kv_limit_concurrency is not None and (d.decode_engines > 1 or d.topology):
             rows.append(("deployment", f"{d.decode_engines} decode engine(s) ({where}) × {e.whole_requests}",
                          f"{d.kv_limit_concurrency:,}"))
         if d.cc:
-            fits = "" if e is None else (" ✓ fits" if d.per_engine_load <= e.whole_requests else " ✗ KV runs out")
+            limit = held if held is not None else (None if e is None else e.whole_requests)
+            fits = "" if limit is None else (" ✓ fits" if d.per_engine_load <= limit else " ✗ KV runs out")
             rows.append((f"at cc {d.cc:,}", f"ceil({d.cc} ÷ {d.decode_engines}) per engine{fits}",
                          f"{d.per_engine_load:,}"))
             rows.append(("capture size", f"--max-cudagraph-capture-size = {d.per_engine_load} + "
@@ -185,8 +197,10 @@ def _num(x: Any) -> str:
     return str(x)
 
 
-def to_json(cap: Capacity, view: VllmView | None, rows: list[Comparison], source: str | None = None) -> dict:
-    """A JSON-ready dict; byte counts in ``*_bytes``, memory in ``*_gib``, every setting with its source."""
+def to_json(cap: Capacity, view: VllmView | None, rows: list[Comparison], source: str | None = None,
+            logged: LoggedCapacity | None = None, estimate: Estimate | None = None, gap: Gap | None = None) -> dict:
+    """A JSON-ready dict; byte counts in ``*_bytes``, memory in ``*_gib``, every setting with its source;
+    then the capacity the log states, the estimate and the gap (``side_by_side.to_json``)."""
     m, lin, blk, r = cap.model, cap.linear, cap.block, cap.request
     return {
         "source": source,
@@ -215,6 +229,7 @@ def to_json(cap: Capacity, view: VllmView | None, rows: list[Comparison], source
             "pool_blocks": view.pool_blocks, "max_concurrency": view.max_concurrency, "kv_tokens": view.kv_tokens},
         "comparison": [asdict(c) for c in rows],
         "notes": list(cap.notes),
+        **side_by_side.to_json(logged, estimate, gap),
     }
 
 

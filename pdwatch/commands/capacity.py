@@ -1,6 +1,6 @@
 """``pdwatch capacity``: KV block size, KV per request and concurrency from config.json and the
 GPU's memory, step by step as the Qwen3.8-2.4T article does it; next to vLLM's start-up lines
-when LOGS are given."""
+when LOGS are given, whose stated KV cache is then the capacity and the arithmetic its estimate."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
 
 # A file with none of these is not a vLLM server's log (a proxy, a client): it gets no section.
 _STARTUP_FACTS = {"version", "kv_capacity_tokens", "max_concurrency", "max_model_len", "kv_memory_gib", "hybrid",
-                  "tensor_parallel_size", "weights_gib"}
+                  "tensor_parallel_size", "weights_gib", "kv_blocks"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -104,10 +104,12 @@ def _read_logs(args: argparse.Namespace) -> dict:
 
 def _write(results: list[Assessment], fmt: str) -> None:
     if fmt == "json":
-        doc = {"capacity": [to_json(r.capacity, r.vllm, r.comparisons, r.source) for r in results]}
+        doc = {"capacity": [to_json(r.capacity, r.vllm, r.comparisons, r.source, r.logged, r.estimate, r.gap)
+                            for r in results]}
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         return
-    sys.stdout.write("\n".join(render_text(r.capacity, r.vllm, r.comparisons, r.source) for r in results))
+    sys.stdout.write("\n".join(render_text(r.capacity, r.vllm, r.comparisons, r.source, r.logged, r.estimate, r.gap)
+                                for r in results))
 
 
 def _number(kind, text: str, ok, what: str):

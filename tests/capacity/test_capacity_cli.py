@@ -40,13 +40,16 @@ def test_json_shape(tmp_path):
     assert result.returncode == 0, result.stderr
     [doc] = json.loads(result.stdout)["capacity"]
     assert list(doc) == ["source", "model", "settings", "state", "block", "groups", "request", "budget",
-                         "kv_memory", "engine", "deployment", "vllm", "comparison", "notes"]
+                         "kv_memory", "engine", "deployment", "vllm", "comparison", "notes",
+                         "capacity_from_log", "estimate", "gap"]  # the last three: with LOGS (#31)
     assert doc["state"]["linear"]["state_bytes"] == 4216 * 1024
     assert doc["block"]["tokens"] == 2112 and doc["request"]["bytes"] == 759 * 1024 * 1024
     assert doc["settings"]["block_align"] == {"value": 16, "source": "the article's Blackwell setup"}
     assert doc["deployment"]["capture_size"] == 768 and doc["deployment"]["topology"] == "4xDEP2-1xDEP8"
     assert doc["budget"]["deductions"][0] == {"name": "CUDA context", "gib": 3.13, "source": "article (GB300)"}
     assert doc["vllm"] is None and doc["comparison"] == []
+    assert doc["capacity_from_log"] is None and doc["gap"] is None  # no log: the estimate alone
+    assert doc["estimate"]["blocks"] == doc["engine"]["pool_blocks"] and doc["estimate"]["tokens"] is None
 
 
 def test_bad_inputs_exit_2_with_one_line(tmp_path):

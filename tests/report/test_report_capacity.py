@@ -8,7 +8,7 @@ import sys
 
 from pdwatch.session.analysis import analyse
 from pdwatch.capacity import load_model_config
-from tests.conftest import CPU_LOGS
+from tests.conftest import CPU_LOGS, REAL_LOGS, REPO
 
 S9B = CPU_LOGS / "s9b_qwen3next_hybrid_hd128.log"
 CONFIG = CPU_LOGS / "model-qwen3next-hd128" / "config.json"
@@ -58,3 +58,41 @@ def test_bad_model_config_is_one_line(tmp_path):
     result = subprocess.run([sys.executable, "-m", "pdwatch", "report", str(S9B), "--model-config", str(bad)],
                             capture_output=True, timeout=60)
     assert result.returncode == 2 and result.stderr.decode().count("\n") == 1
+
+
+OVERRIDE_LOG = REAL_LOGS / "dynamo" / "agg_worker_killed" / "agg_worker_killed.worker.log"  # --num-gpu-blocks-override 40
+TINY_QWEN3 = REPO / "tools" / "capture-vllm" / "models" / "tiny-qwen3" / "config.json"
+
+
+def test_with_a_model_config_the_capacity_rule_still_reads_the_logged_capacity():
+    # The log: "CPU KV cache size: 5,120 tokens, Maximum concurrency for 1,536 tokens per request: 3.33x";
+    # the model's shape and its 1 GiB of KV memory give 1,365.33x, which vLLM did not allocate.
+    with_config = analyse([str(OVERRIDE_LOG)], year=2026, model=load_model_config(str(TINY_QWEN3)))
+    without = analyse([str(OVERRIDE_LOG)], year=2026)
+    (endpoint,) = with_config.store.endpoints()
+    assert endpoint.facts["planned_concurrency"] == endpoint.facts["max_concurrency"] == 3.33
+    fired = [[(f.rule, f.start, f.end) for f in a.findings if f.rule == "capacity"] for a in (with_config, without)]
+    assert fired[0] and fired[0] == fired[1]  # 6 running of 3.33: at the limit, with or without the config
+
+
+def test_the_report_says_the_override_set_the_kv_cache():
+    result = subprocess.run([sys.executable, "-m", "pdwatch", "report", str(OVERRIDE_LOG), "--format", "json"],
+                            capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)["capacity"]
+    assert (row["kv_blocks"], row["num_gpu_blocks_override"], row["kv_blocks_from_memory"]) == (40, 40, 16384)
+    assert row["gap"]["reason"] == "override" and row["gap"]["estimate_from"] == "vLLM's count from its KV memory"
+    md = subprocess.run([sys.executable, "-m", "pdwatch", "report", str(OVERRIDE_LOG)], capture_output=True,
+                        text=True, timeout=120).stdout
+    assert "num_gpu_blocks_override 40 (line 102)" in " ".join(md.split())
+
+
+def test_with_a_model_config_the_report_sets_the_estimate_beside_the_logged_capacity():
+    result = subprocess.run([sys.executable, "-m", "pdwatch", "report", str(OVERRIDE_LOG), "--model-config",
+                             str(TINY_QWEN3), "--format", "json"], capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)["capacity"]
+    computed = row["computed"]
+    assert round(computed["max_concurrency"], 2) == row["max_concurrency"] == 3.33  # vLLM's redone on the override's pool
+    assert computed["estimate"]["blocks"] == 16384 and round(computed["estimate"]["max_concurrency"], 2) == 1365.33
+    assert row["gap"]["reason"] == "override" and row["gap"]["estimate_from"] == "the model config"

@@ -31,7 +31,8 @@ KEY_ARGS = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", 
             "tensor_parallel_size", "api_server_count", "kv_role", "kv_connector", "max_capture_size",
             "num_speculative_tokens", "block_size", "async_scheduling", "enable_prefix_caching", "max_model_len")
 CAPACITY_FACTS = ("weights_gib", "kv_memory_gib", "kv_capacity_tokens", "max_concurrency", "max_concurrency_tokens",
-                  "max_num_seqs", "block_size", "max_capture_size", "hybrid", "ssm_dtype")
+                  "max_num_seqs", "block_size", "max_capture_size", "hybrid", "ssm_dtype", "kv_blocks",
+                  "num_gpu_blocks_override", "kv_blocks_from_memory")
 _CHART_POINTS = 600
 
 
@@ -277,8 +278,9 @@ def _capacity(store: Store, analysis: Analysis) -> list[dict[str, Any]]:
         facts = {k: ep.facts[k] for k in CAPACITY_FACTS if k in ep.facts}
         computed = capacity_view.report_rows(analysis.capacity, ep.name)
         if facts or computed:
+            gap = capacity_view.gap_row(analysis.capacity, ep.name, ep.facts)
             rows.append({"endpoint": ep.name, "role": ep.role, "engines": sorted(ep.engines), **facts,
-                         "computed": computed})
+                         "computed": computed, **({"gap": gap} if gap else {})})
     return rows
 
 

@@ -842,7 +842,15 @@ def _capacity(rows: list[dict[str, Any]]) -> str:
         '<th class="n">KV memory GiB</th><th class="n">KV tokens</th><th class="n">max concurrency</th>'
         '<th class="n">max_num_seqs</th><th class="n">block</th><th class="n">largest CUDA graph</th></tr></thead>'
         f'<tbody>{"".join(body)}</tbody></table></div>',
+        *(_gap(r["endpoint"], r.get("gap")) for r in rows),
         *(_computed(r["endpoint"], r.get("computed")) for r in rows), "</section>"])
+
+
+def _gap(endpoint: Any, gap: dict[str, Any] | None) -> str:
+    """Why an endpoint's KV cache is far from what its memory holds (the override, ...)."""
+    if not gap or not gap["large"]:
+        return ""
+    return f'<p>KV cache of {_esc(endpoint)}: {_esc(gap["summary"])}. Why: {_esc(gap["text"])}.</p>'
 
 
 def _computed(endpoint: Any, computed: dict[str, Any] | None) -> str:
@@ -859,9 +867,18 @@ def _computed(endpoint: Any, computed: dict[str, Any] | None) -> str:
     return (f'<h3>Computed for {_esc(endpoint)} from the model config</h3>'
             f'<p>Block {_num(computed["block_tokens"])} tokens, {_num(mib)} MiB of KV per '
             f'{_num(computed["request_tokens"])}-token request, maximum concurrency {_num(computed["max_concurrency"])}.</p>'
+            + _estimate(computed.get("estimate")) +
             '<div class="scroll"><table><thead><tr><th>figure</th><th class="n">vLLM printed</th>'
             '<th class="n">computed</th><th>same</th><th>why</th></tr></thead>'
             f'<tbody>{rows}</tbody></table></div>')
+
+
+def _estimate(est: dict[str, Any] | None) -> str:
+    if not est:
+        return ""
+    return (f'<p>Estimate from the model\'s shape and {_num(est["kv_memory_gib"])} GiB of KV memory: '
+            f'{_num(est["blocks"])} blocks, {_num(est["tokens"])} tokens, maximum concurrency '
+            f'{_num(est["max_concurrency"])}.</p>')
 
 
 def _notices(notices: list[Any]) -> str:

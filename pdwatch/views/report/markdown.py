@@ -229,8 +229,17 @@ def _capacity(rows: list[dict[str, Any]]) -> list[str]:
                      f"{r.get('block_size', '?')} | {graph} |")
     lines.append("")
     for r in rows:
+        lines += _gap(r["endpoint"], r.get("gap"))
+    for r in rows:
         lines += _computed(r["endpoint"], r.get("computed"))
     return lines
+
+
+def _gap(endpoint: str, gap: dict[str, Any] | None) -> list[str]:
+    """Why an endpoint's KV cache is far from what its memory holds (the override, ...)."""
+    if not gap or not gap["large"]:
+        return []
+    return [f"KV cache of {_cell(endpoint)}: {_cell(gap['summary'])}. Why: {_cell(gap['text'])}.", ""]
 
 
 def _computed(endpoint: str, computed: dict[str, Any] | None) -> list[str]:
@@ -241,8 +250,13 @@ def _computed(endpoint: str, computed: dict[str, Any] | None) -> list[str]:
         return [f"Capacity of {_cell(endpoint)} not computed: {_cell(computed['error'])}", ""]
     lines = [f"Computed for {_cell(endpoint)} from the model config: block {computed['block_tokens']} tokens, "
              f"{fmt_num(computed['kv_bytes_per_request'] / 2**20)} MiB of KV per {computed['request_tokens']}-token "
-             f"request, maximum concurrency {fmt_num(computed['max_concurrency'])}.", "",
-             "| figure | vLLM printed | computed | same | why |", "|---|---:|---:|---|---|"]
+             f"request, maximum concurrency {fmt_num(computed['max_concurrency'])}.", ""]
+    est = computed.get("estimate")
+    if est:
+        lines += [f"Estimate from the model's shape and {fmt_num(est['kv_memory_gib'])} GiB of KV memory: "
+                  f"{fmt_num(est['blocks'])} blocks, {fmt_num(est['tokens'])} tokens, maximum concurrency "
+                  f"{fmt_num(est['max_concurrency'])}.", ""]
+    lines += ["| figure | vLLM printed | computed | same | why |", "|---|---:|---:|---|---|"]
     for c in computed["comparisons"]:
         same = {True: "yes", False: "**no**", None: "?"}[c["match"]]
         lines.append(f"| {_cell(c['name'])} | {fmt_num(c['printed'])} | {fmt_num(c['computed'])} | {same} | "
