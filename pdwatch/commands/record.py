@@ -4,8 +4,9 @@ Each URL gets ``DIR/<host>_<port>.metrics.txt``; each scrape is appended as one 
 ``# ===== record t=EPOCH (ISO) port=N =====`` then the exposition, in a single ``write`` on an
 ``O_APPEND`` descriptor (a reader never sees half a header; a crash loses at most the scrape in
 flight). ``pdwatch.events.recorded.read_recorded`` (and ``report`` once wired) reads the files back into the
-same events a live scrape gives. Only scrapes prometheus_client can parse are saved; unreachable or
-broken endpoints are reported on stderr and polled again next interval.
+same events a live scrape gives. Only scrapes prometheus_client can parse are saved; a URL that
+cannot be scraped is told on stderr with its cause (refused, HTTP 500, not exposition text, ...),
+once per change of cause, and when it is back; it is polled again every interval.
 
 ``record_once(scraper, files)`` and ``scrape_block(ts, port, text)`` are the reusable pieces.
 """
@@ -29,6 +30,7 @@ from pdwatch.parsers import Event
 from pdwatch.errors import UsageError
 from pdwatch.events.recorded import HEADER
 from pdwatch.events.scraper import MetricsScraper
+from pdwatch.sources.scrape_source import reachable_again, scrape_failed
 from pdwatch.sources.urls import normalize_url
 
 _UNSAFE = regex.compile(r"[^A-Za-z0-9.\-]+")
@@ -114,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             name, n = file_name(url).replace(".metrics.txt", f"_{n}.metrics.txt"), n + 1
         files[url] = out / name
     scraper = MetricsScraper(list(files), interval=args.interval, timeout=args.timeout)
-    last_error: dict[str, str | None] = {url: None for url in files}
+    told: dict[str, str | None] = {url: None for url in files}  # the cause told last
     stop = threading.Event()
 
     previous = None
@@ -126,9 +128,11 @@ def run(args: argparse.Namespace) -> int:
             began = time.monotonic()
             record_once(scraper, files)
             for url, status in scraper.status.items():
-                if status.error != last_error[url]:
-                    print(f"pdwatch record: {status.error or url + ': up again'}", file=sys.stderr)
-                    last_error[url] = status.error
+                if status.cause != told[url]:
+                    said = reachable_again(url) if status.error is None else \
+                        scrape_failed(url, status.error, args.interval)
+                    print(f"pdwatch record: {said}", file=sys.stderr)
+                    told[url] = status.cause
             if duration is not None and time.monotonic() - start >= duration:
                 break
             wait = args.interval - (time.monotonic() - began)

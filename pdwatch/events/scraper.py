@@ -4,8 +4,11 @@ API:
 
 - ``MetricsScraper(urls, interval=2.0, timeout=5.0, clock=None)``:
   - ``poll() -> list[Event]``: scrape every URL once, now (events of all URLs, in URL order);
-    an unreachable URL or an unparsable body yields no events, is recorded in
-    ``status[url]`` (``SourceStatus``: ``up``, ``error``, ``last_ts``, ``scrapes``) and the rest go on.
+    a URL that cannot be scraped yields no events; its failure is kept in ``status[url]``
+    (``SourceStatus``: ``up``, ``cause``, ``error``, ``last_ts``, ``scrapes``) and the rest go on.
+    ``cause`` is the kind of failure (``refused``, ``http 500``, ``not_exposition html``, ...),
+    ``error`` says it in one line (``pdwatch.sources.http``: connection refused, DNS, timed out,
+    TLS, HTTP status, not exposition text, empty, too large), both None while it is up.
   - ``poll_texts()``: the same, but returns ``[(url, ts, text)]`` of the successful scrapes too
     (``pdwatch record`` saves those).
   - ``run(on_events, stop=threading.Event(), duration=None)``: poll every ``interval`` seconds
@@ -28,13 +31,15 @@ from typing import Callable, Iterable
 from pdwatch.parsers import Event
 from pdwatch.parsers.exposition import CounterState, ExpositionError, events_from_exposition
 from pdwatch.sources.http import ScrapeError, fetch
+from pdwatch.sources.page_shape import not_exposition
 from pdwatch.sources.urls import normalize_url
 
 
 @dataclass
 class SourceStatus:
     up: bool = False
-    error: str | None = None
+    cause: str | None = None  # the kind of the last failure: a change is worth telling
+    error: str | None = None  # the last failure in one line, without the URL
     last_ts: datetime | None = None
     scrapes: int = 0  # successful ones
 
@@ -62,10 +67,14 @@ class MetricsScraper:
                 text = fetch(url, self.timeout)
                 ts = self.clock()
                 new = events_from_exposition(text, source=url, ts=ts, line_no=self._attempts[url], state=self.state)
-            except (ScrapeError, ExpositionError) as exc:
-                status.up, status.error = False, str(exc)
+            except ScrapeError as exc:
+                status.up, status.cause, status.error = False, exc.cause, exc.reason
                 continue
-            status.up, status.error, status.last_ts = True, None, ts
+            except ExpositionError as exc:
+                status.up = False
+                status.cause, status.error = not_exposition(text, str(exc))
+                continue
+            status.up, status.cause, status.error, status.last_ts = True, None, None, ts
             status.scrapes += 1
             events.extend(new)
             texts.append((url, ts, text))

@@ -2,9 +2,12 @@
 
 urllib and orjson only: the same calls work against Prometheus and the stores that speak
 its API (Thanos, Mimir, VictoriaMetrics). Every failure is a ``PromError`` whose message is
-one line naming the server and what went wrong: unreachable, not a Prometheus API, a
-query the server refused as malformed (``bad_data``), or one it stopped at a limit of its
-own (samples in memory, points per series, time-out).
+one line naming the server and what went wrong: it cannot be reached (refused, DNS, TLS, no
+connection in time: ``http_failures``), it did not answer in time, an HTTP error status that
+is no answer of the API (a Prometheus still starting answers 503, a proxy 502, a wrong path
+prefix 404), a server that is no Prometheus API, a query the server refused as malformed
+(``bad_data``), or one it stopped at a limit of its own (samples in memory, points per
+series, time-out). Text the server sent is shown escaped (``shown``).
 """
 
 from __future__ import annotations
@@ -16,23 +19,30 @@ import orjson
 
 from pdwatch.errors import UsageError
 
+from .http_failures import NOT_REACHED, request_failure, status_failure
+from .shown import escaped, first_line, quoted
+
 _MAX_BYTES = 512 << 20  # one chunk's answer is a few MB; refuse anything absurd
+# Statuses that say the path or the method is not served: nothing there speaks the API.
+_NO_SUCH_API = frozenset({404, 405, 501})
 # What Prometheus says when a query hits one of its limits (HTTP 422/503, errorType execution/timeout).
 _LIMIT_WORDS = ("too many samples", "maximum resolution", "timed out", "limit exceeded", "exceeded the limit",
                 "too many series", "max samples")
 
 
 class PromError(UsageError):
-    """The Prometheus server could not answer; ``kind`` is unreachable, not_api, bad_data or limit."""
+    """The Prometheus server could not answer; ``kind`` is unreachable (no answer: not reached, or
+    not in time), http_status, not_api, bad_data or limit; ``cause`` tells failures of one kind
+    apart (``refused``, ``http 503``, ...), so a watch tells a change of cause."""
 
-    def __init__(self, message: str, kind: str = "error") -> None:
+    def __init__(self, message: str, kind: str = "error", cause: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.cause = cause or kind
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return escaped(str(text), limit)
 
 
 class PromClient:
@@ -72,21 +82,25 @@ class PromClient:
         body = urllib.parse.urlencode(params).encode()  # POST: a long selector fits no URL limit
         headers = {**self._headers, "Content-Type": "application/x-www-form-urlencoded"}
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-        status, payload, ctype = None, b"", ""
+        status, phrase, payload, ctype, answered = None, "", b"", "", False
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (http/https only)
+                answered = True
                 status, ctype = response.status, response.headers.get("Content-Type", "")
                 payload = response.read(_MAX_BYTES + 1)
         except urllib.error.HTTPError as exc:
-            status, ctype = exc.code, exc.headers.get("Content-Type", "") if exc.headers else ""
+            status, phrase = exc.code, str(exc.reason or "")
+            ctype = exc.headers.get("Content-Type", "") if exc.headers else ""
             try:
                 payload = exc.read(1 << 20)
             except OSError:
                 payload = b""
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise PromError(f"{self.name}: cannot reach the Prometheus server ({one_line(reason)})",
-                            "unreachable") from None
+        except Exception as exc:
+            failure = request_failure(exc, url, self.timeout, answered=answered)
+            if failure is None:
+                raise
+            reached = "" if failure.cause not in NOT_REACHED else "cannot reach the Prometheus server: "
+            raise PromError(f"{self.name}: {reached}{failure.reason}", "unreachable", failure.cause) from None
         if len(payload) > _MAX_BYTES:
             raise PromError(f"{self.name}: an answer larger than {_MAX_BYTES >> 20} MB; read a shorter range "
                             f"(--since/--until) or a coarser --step", "limit")
@@ -96,8 +110,7 @@ class PromClient:
         except orjson.JSONDecodeError:
             doc = None
         if not isinstance(doc, dict) or doc.get("status") not in ("success", "error"):
-            raise PromError(f"{self.name}: not a Prometheus HTTP API at {self.base} "
-                            f"(HTTP {status}, {ctype or 'no content type'})", "not_api")
+            self._no_api(url, status, phrase, ctype, payload)
         if doc["status"] == "error":
             kind = str(doc.get("errorType", "error"))
             error = one_line(doc.get("error", "no reason given"))
@@ -106,6 +119,19 @@ class PromClient:
                                 f"read a shorter range (--since/--until) or a coarser --step", "limit")
             raise PromError(f"{self.name}: the server refused the query ({kind}: {error})", kind)
         return doc.get("data")
+
+    def _no_api(self, url: str, status: int | None, phrase: str, ctype: str, payload: bytes) -> None:
+        """An answer that is no answer of the API: an HTTP error status says so first (the server,
+        or a proxy before it, failed), else it is no Prometheus API at all."""
+        text = first_line(payload.decode("utf-8", errors="replace"))
+        if status is not None and status >= 400:
+            cause, reason = status_failure(status, phrase)
+            there = " (no Prometheus API there: a wrong address or path prefix?)" if status in _NO_SUCH_API else ""
+            said = f": {quoted(text)}" if text else ""
+            raise PromError(f"{self.name}: {reason} from {url}{there}{said}", "http_status", cause)
+        said = f"begins {quoted(text)}" if text else "an empty answer"
+        raise PromError(f"{self.name}: not a Prometheus HTTP API at {self.base} "
+                        f"(HTTP {status}, {escaped(ctype, 60) or 'no content type'}): {said}", "not_api")
 
 
 def _num(x: float) -> str:

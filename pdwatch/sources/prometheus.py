@@ -248,6 +248,7 @@ class PrometheusSource:
         self._targets: dict[tuple[str, str], _Target] = {}
         self._prefill_namespaces: frozenset[str] = frozenset()
         self.up: bool | None = None
+        self._cause: str | None = None  # the cause of the failure told last, while down
         self.points = 0
         self.queries = 0
         self.at_eof = False
@@ -508,22 +509,26 @@ class PrometheusSource:
                 for item in self._next_chunk():
                     self._put(item)
         except PromError as exc:
-            self._put(SourceNotice(self.name, "down", f"{exc}; retrying every {self.interval:g} s"))
-            self.up = False
+            self._down(exc)
         while not self._stop.is_set():
             began = time.monotonic()
             try:
                 items = self._instant(self._clock())
                 if self.up is False:
                     self._put(SourceNotice(self.name, "up", f"{self.name}: reachable again"))
-                self.up = True
+                self.up, self._cause = True, None
                 for item in items:
                     self._put(item)
             except PromError as exc:
-                if self.up is not False:
-                    self._put(SourceNotice(self.name, "down", f"{exc}; retrying every {self.interval:g} s"))
-                self.up = False
+                self._down(exc)
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - began)))
+
+    def _down(self, exc: PromError) -> None:
+        """Tell a failure when the server goes down, and again when the cause changes (a 502 from
+        a proxy, then nothing listening); never twice for the same cause."""
+        if self.up is not False or exc.cause != self._cause:
+            self._put(SourceNotice(self.name, "down", f"{exc}; retrying every {self.interval:g} s"))
+        self.up, self._cause = False, exc.cause
 
     def _put(self, item: Item) -> None:
         while not self._stop.is_set():

@@ -20,7 +20,7 @@ NOTICE_KINDS = frozenset(
         "line_capped",
         "metrics_file",
         "not_a_file",
-        "down",  # a remote source (URL, ssh) became unreachable; it is retried
+        "down",  # a remote source (URL, ssh, Prometheus) failed, or fails now for another cause; retried
         "up",  # a remote source is reachable again
         "wrapped",  # a log whose lines a terminal had cut: the pieces were rejoined
         "undecodable",  # lines of a log that are not valid UTF-8: read with U+FFFD for their bad bytes

@@ -238,8 +238,11 @@ def test_a_server_side_limit_is_one_line(replayed, capsys):
 
 
 def test_a_server_that_is_no_prometheus_is_one_line(replayed, capsys):
+    # a /metrics server given as a Prometheus: http.server answers the API's POST with 501
     line = _error(["parse", f"prom+http://{replayed.live.address}", "--since", "5m"], capsys)
-    assert "not a Prometheus HTTP API" in line
+    assert line.startswith(f"pdwatch: error: prom+http://{replayed.live.address}: HTTP 501 Not Implemented from "
+                           f"http://{replayed.live.address}/api/v1/series (no Prometheus API there: a wrong address "
+                           f"or path prefix?): '<!DOCTYPE HTML>'")
 
 
 def test_a_range_is_required_and_checked(replayed, capsys):
