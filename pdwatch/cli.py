@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from pdwatch import __version__
+from pdwatch.commands.stopping import exit_status
 from pdwatch.errors import UsageError
 
 # Sub-command -> module. Only the chosen one is imported: the others pull in pandas, Textual,
@@ -85,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"pdwatch: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or a stop signal a command turned into one (Stopped)
+        return exit_status(interrupt)
     except BrokenPipeError:
         # The reader (head, less) went away: stop quietly, and keep Python from complaining at exit.
         try:
