@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pdwatch import __version__
 from pdwatch.commands.stopping import exit_status
@@ -75,13 +79,29 @@ def overview_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C waits (the signal stays pending) while the command's modules are imported: a
+    KeyboardInterrupt inside a C extension's start-up can crash Python (orjson's: a segmentation
+    fault); once they are, it stops the command as anywhere else (status 130)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_offsets(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)  # top-level options take no value
-    if chosen not in COMMANDS:  # --help, --version, nothing or a typo: no command module is needed
-        overview_parser().parse_args(argv)
-    args = build_parser(chosen).parse_args(argv)
     try:
+        with _ctrl_c_held():
+            if chosen not in COMMANDS:  # --help, --version, nothing or a typo: no command module is needed
+                overview_parser().parse_args(argv)
+            args = build_parser(chosen).parse_args(argv)
         return int(args.run(args) or 0)
     except UsageError as exc:
         print(f"pdwatch: error: {exc}", file=sys.stderr)
