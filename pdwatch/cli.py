@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pdwatch import __version__
+from pdwatch.commands.stopping import exit_status
 from pdwatch.errors import NOTHING_TO_JUDGE_STATUS, NothingToJudge, UsageError
 
 # Sub-command -> module. Only the chosen one is imported: the others pull in pandas, Textual,
@@ -74,13 +79,29 @@ def overview_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C waits (the signal stays pending) while the command's modules are imported: a
+    KeyboardInterrupt inside a C extension's start-up can crash Python (orjson's: a segmentation
+    fault); once they are, it stops the command as anywhere else (status 130)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_offsets(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)  # top-level options take no value
-    if chosen not in COMMANDS:  # --help, --version, nothing or a typo: no command module is needed
-        overview_parser().parse_args(argv)
-    args = build_parser(chosen).parse_args(argv)
     try:
+        with _ctrl_c_held():
+            if chosen not in COMMANDS:  # --help, --version, nothing or a typo: no command module is needed
+                overview_parser().parse_args(argv)
+            args = build_parser(chosen).parse_args(argv)
         return int(args.run(args) or 0)
     except UsageError as exc:
         print(f"pdwatch: error: {exc}", file=sys.stderr)
@@ -88,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     except NothingToJudge as exc:
         print(f"pdwatch: {exc}", file=sys.stderr)
         return NOTHING_TO_JUDGE_STATUS
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or a stop signal a command turned into one (Stopped)
+        return exit_status(interrupt)
     except BrokenPipeError:
         # The reader (head, less) went away: stop quietly, and keep Python from complaining at exit.
         try:

@@ -18,6 +18,7 @@ from pdwatch.commands import SUMMARIES
 from pdwatch.parsers import Event
 from pdwatch.commands.parse import write_events
 from pdwatch.commands.simulate import add_deployment_arguments, build_config
+from pdwatch.commands.stopping import StopSignals, exit_status
 from pdwatch.errors import UsageError
 from pdwatch.events.stream import EventStream
 from pdwatch.sim import run as run_simulation
@@ -45,6 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with StopSignals() as stops:  # SIGTERM, SIGHUP, SIGINT: the simulation stops, the folder is kept
+        return _run(args, stops)
+
+
+def _run(args: argparse.Namespace, stops: StopSignals) -> int:
     cfg, opts = build_config(args)
     folder = tempfile.mkdtemp(prefix="pdwatch-demo-")
     err = sys.stderr
@@ -54,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
           file=err, flush=True)
 
     if not args.events and sys.stdout.isatty():
-        return _dashboard(cfg, opts, folder)
+        return _dashboard(cfg, opts, folder, stops)
 
     stop = threading.Event()
     sources = SourceSet([folder], follow=True, poll_interval=0.2, rescan_interval=1.0)
@@ -83,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
                 continue
             out.write(_table_line(item))
             out.flush()
-    except KeyboardInterrupt:
-        status = 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or a stop signal (StopSignals)
+        status = exit_status(interrupt)
     finally:
         stop.set()
         sources.stop()
@@ -103,9 +109,10 @@ def _afterwards(folder: str) -> str:
             f"pdwatch report {folder} writes its diagnosis)")
 
 
-def _dashboard(cfg, opts, folder: str) -> int:
+def _dashboard(cfg, opts, folder: str, stops: StopSignals) -> int:
     """The simulation writes in a thread while the dashboard follows the folder."""
     from pdwatch.session.live import LiveSession
+    from pdwatch.commands.dashboard import run_dashboard
     from pdwatch.commands.watch import default_export_path
     from pdwatch.views.tui.app import PdwatchApp  # Textual only when the dashboard opens
 
@@ -115,14 +122,14 @@ def _dashboard(cfg, opts, folder: str) -> int:
     writer.start()
     session = LiveSession([folder], mode="watch")
     try:
-        PdwatchApp(session, export_path=default_export_path([folder]),
-                   banner=f"pdwatch demo, a simulation: its logs are in {folder}").run()
+        status = run_dashboard(PdwatchApp(session, export_path=default_export_path([folder]),
+                                          banner=f"pdwatch demo, a simulation: its logs are in {folder}"), stops)
     finally:
         stop.set()
         session.close()
         writer.join(timeout=10)
     print(f"pdwatch demo: stopped; {_afterwards(folder)}", file=sys.stderr, flush=True)
-    return 0
+    return status
 
 
 def _table_line(event: Event) -> str:

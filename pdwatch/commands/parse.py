@@ -49,8 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     check_year(args)
     tz = time_zone(args)
-    sources = SourceSet(args.paths, follow=args.follow, stdin=sys.stdin.buffer, scrape_interval=args.scrape_interval,
-                        prom=prom_options(args))
+    sources = SourceSet(args.paths, follow=args.follow, scrape_interval=args.scrape_interval, prom=prom_options(args))
     if not args.follow:
         require_inputs(sources, args.paths)
     out = sys.stdout

@@ -21,6 +21,7 @@ from pdwatch.commands import SUMMARIES
 from pdwatch.commands.common import add_deployment_arguments, add_prom_arguments, add_rules_argument, \
     add_scrape_interval_argument, add_time_arguments, check_year, deployment_specs, load_rule_set, prom_options, \
     time_zone
+from pdwatch.commands.stopping import StopSignals, exit_status
 from pdwatch.errors import NothingToJudge, UsageError, require_inputs, require_one_existing
 from pdwatch.rules.findings import SEVERITIES
 from pdwatch.session.live import LiveSession
@@ -131,31 +132,33 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    session = build_session(args)
-    server = start_exporter(session, args.metrics_port, args.metrics_bind) if args.metrics_port is not None else None
-    try:
-        return _show(args, session)
-    finally:
-        if server is not None:
-            server.shutdown()
+    with StopSignals() as stops:  # SIGTERM, SIGHUP, SIGINT: through the shutdown below, exit 143, 129, 130
+        session = build_session(args)
+        server = None if args.metrics_port is None else start_exporter(session, args.metrics_port, args.metrics_bind)
+        try:
+            return _show(args, session, stops)
+        finally:
+            if server is not None:
+                server.shutdown()
 
 
-def _show(args: argparse.Namespace, session: LiveSession) -> int:
+def _show(args: argparse.Namespace, session: LiveSession, stops: StopSignals) -> int:
     if args.headless or args.jsonl or not sys.stdout.isatty():
         try:
             return run_headless(session, sys.stdout, refresh=args.refresh, jsonl=args.jsonl, err=sys.stderr)
         finally:
             session.close()
+    from pdwatch.commands.dashboard import run_dashboard
     from pdwatch.views.tui.app import PdwatchApp  # Textual is imported only for the dashboard
     app = PdwatchApp(session, refresh=args.refresh,
                      export_path=args.export or default_export_path(session.paths))
     try:
-        app.run()
+        status = run_dashboard(app, stops)
     finally:
         session.close()
     if app.nothing_to_judge is not None:  # said once the terminal is back, as report says it
         raise NothingToJudge(app.nothing_to_judge)
-    return 0
+    return status
 
 
 def print_changes(snapshot: Snapshot, out: TextIO, jsonl: bool, err: TextIO | None = None) -> int:
@@ -223,7 +226,8 @@ class Progress:
 def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jsonl: bool = False,
                  stop: threading.Event | None = None, err: TextIO | None = sys.stderr,
                  clock: Callable[[], float] = time.monotonic) -> int:
-    """Print findings as they fire and clear until the replay ends (watch: until ``stop`` or Ctrl-C).
+    """Print findings as they fire and clear until the replay ends (watch: until ``stop``, Ctrl-C or
+    another stop signal: then 128 + its number).
 
     Watch mode reads the sources every ``refresh / 5`` s and updates as soon as new lines
     came in, but not more often than every ``refresh / 2`` s; without new lines, every
@@ -259,6 +263,6 @@ def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jso
                 continue
             if not live:
                 stop.wait(refresh)
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or a stop signal (StopSignals)
+        return exit_status(interrupt)
     return 0

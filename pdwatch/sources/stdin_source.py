@@ -24,7 +24,10 @@ class StdinSource:
         chunk_size: int = 1 << 20,
         max_line_bytes: int = 1 << 20,
     ) -> None:
-        self._stream = stream if stream is not None else sys.stdin.buffer
+        # The process's stdin is read unbuffered: a reader blocked in sys.stdin.buffer holds its lock,
+        # which Python's exit must take (Ctrl-C while stdin is an open pipe or the terminal aborted with
+        # "Fatal Python error: _enter_buffered_busy"); the raw file holds none.
+        self._stream = stream if stream is not None else sys.stdin.buffer.raw
         self._chunk_size = chunk_size
         self._framer = LineFramer(max_line_bytes)
         # bytes = data; None = EOF; OSError = read failure (also ends the source)

@@ -71,6 +71,10 @@ class PdwatchApp(App):
     # The footer (KeyBar) lists the focused panel's keys; ? lists every key.
     BINDINGS = [
         Binding("q", "quit", "quit"),
+        # Ctrl-C stops the dashboard as a SIGINT would (status 130), wherever the focus is (a text box
+        # would take it for copy), instead of Textual's "press q to quit" notice: the raw terminal makes
+        # it a key, and pdwatch's docs and the demo's first lines promise that it stops.
+        Binding("ctrl+c", "interrupt", show=False, priority=True),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("d", "endpoint_detail", "endpoint"),
         Binding("t", "toggle_view", "table/panes", show=False),
@@ -107,6 +111,7 @@ class PdwatchApp(App):
         self._role_order: list[str] = []
         self._touched = False  # a key or a click: the focus is the user's, not kept on the worst endpoint
         self._auto_focused: EndpointPane | None = None  # the pane the dashboard itself gave the focus last
+        self.failure: BaseException | None = None  # what failed inside the app and ended it
 
     REPLAY_ONLY = {"pause", "step", "faster", "slower", "seek"}
 
@@ -137,6 +142,8 @@ class PdwatchApp(App):
         yield KeyBar(id="keys")
 
     def on_mount(self) -> None:
+        if self._stop.is_set():  # told to stop while starting (a signal): its widgets may never be mounted
+            return
         self.main = self.screen  # ticks render here even while a detail or help screen is on top
         self.main.set_class(self.size.width >= 140, "-wide")
         for key, _ in GROUPS:
@@ -154,6 +161,21 @@ class PdwatchApp(App):
     async def action_quit(self) -> None:
         self._stop.set()
         await super().action_quit()
+
+    def action_interrupt(self) -> None:
+        self.stop(130)
+
+    def stop(self, status: int) -> None:
+        """End the dashboard as q does, with this exit status (a stop signal's: 128 + its number)."""
+        self._stop.set()
+        self.exit(return_code=status)
+
+    def _handle_exception(self, error: Exception) -> None:
+        # Textual's hook for an exception nothing caught: it ends the app and restores the terminal.
+        # Kept so the command can say in one line what failed.
+        if self.failure is None:
+            self.failure = error
+        super()._handle_exception(error)
 
     def on_resize(self, event) -> None:
         if self.main is not None:

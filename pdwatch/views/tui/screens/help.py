@@ -24,6 +24,7 @@ KEYS = [  # the key in 13 columns, its meaning in 60: a line fits the 76 columns
     ("/ n N [ ]", "in a log: search, next / previous match, earlier / later"),
     ("?", "this help"),
     ("q", "quit (on a screen over the dashboard: close it)"),
+    ("ctrl+c", "quit, from any screen or text box"),
 ]
 
 
