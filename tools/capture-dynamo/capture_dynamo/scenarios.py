@@ -52,7 +52,8 @@ class Action:
     frozen node; ``engine_core``: only vLLM's engine core child, the ``dynamo.vllm`` process left
     running; see capture-vllm's ``capture_vllm/freeze.py``). Frozen processes get SIGCONT before
     the graceful stop, so that they can exit. Actions due at the same tick run one after the
-    other within milliseconds: two freezes at the same ``after_s`` stop a whole job at once."""
+    other, a freeze taking about 0.1 s (it reads the tree and the states back from /proc): two
+    freezes at the same ``after_s`` stop a whole job at once (104 ms apart in disagg_all_frozen)."""
 
     kind: str
     proc: str
