@@ -56,11 +56,11 @@ def epoch(stamp: str | None) -> float | None:
 
 
 def _when(name: str, what: str) -> tuple[float, float]:
-    """(start, end) of a load phase, or of the kit's kill / restart (end: open)."""
+    """(start, end) of a load phase, or of the kit's kill / restart / first freeze (end: open)."""
     run = scenario(name)
-    if what in ("kill", "restart"):
-        event = "sigkill" if what == "kill" else "restart"
-        t = next(e["t"] for e in run["timeline"] if e.get("event") == event)
+    if what in ("kill", "restart", "freeze"):
+        event = {"kill": "sigkill", "restart": "restart", "freeze": "sigstop"}[what]
+        t = next(e.get("t_signal", e["t"]) for e in run["timeline"] if e.get("event") == event)
         return t, float("inf")
     phase = next(p for p in run["phases"] if p["phase"] == what)
     return phase["start"], phase["end"]

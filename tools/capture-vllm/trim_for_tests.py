@@ -5,10 +5,12 @@
 
 The server logs, requests.csv and scenario.json are copied unchanged. ``metrics.txt`` keeps
 every scrape and its header, minus the series pdwatch never reads (python_*, process_*,
-http_*) and the histograms' ``_bucket`` lines (their ``_sum`` and ``_count`` stay): a
-scrape is ~50 KB as served, mostly bucket lines with long label sets. Every vllm: counter
-and gauge is kept as served. The README says what was trimmed. An existing destination
-folder is never overwritten.
+http_*), the histograms' ``_bucket`` lines (their ``_sum`` and ``_count`` stay), ``# HELP``
+lines and ``_created`` samples (a series' creation time): a scrape is ~50 KB as served,
+mostly bucket lines with long label sets, ~8 KB kept, which matters for the captures that
+scrape every 2 s. Every vllm: counter and gauge is kept as served. The README says what was
+trimmed. An existing destination folder is never overwritten. (The copies made before
+2026-12-04 kept ``# HELP`` lines and ``_created`` samples; each README says how it was trimmed.)
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ DROPPED_PREFIXES = ("python_", "process_", "http_")
 def keep(line: str) -> bool:
     if line.startswith("# ====="):
         return True
-    if line.startswith(("# HELP ", "# TYPE ")):
-        return not line.split(" ", 3)[2].startswith(DROPPED_PREFIXES)
+    if line.startswith("# HELP "):
+        return False
+    if line.startswith("# TYPE "):
+        name = line.split(" ", 3)[2]
+        return not (name.startswith(DROPPED_PREFIXES) or name.endswith("_created"))
     name = line.split("{", 1)[0].split(" ", 1)[0]
-    return not (name.startswith(DROPPED_PREFIXES) or name.endswith("_bucket"))
+    return not (name.startswith(DROPPED_PREFIXES) or name.endswith(("_bucket", "_created")))
 
 
 def trim_scrapes(text: str) -> str:
@@ -35,8 +40,9 @@ def trim_scrapes(text: str) -> str:
 
 NOTE = ("\n## Trimmed for the tests\n\nThis copy was made by `tools/capture-vllm/trim_for_tests.py`: the logs, "
         "`requests.csv` and `scenario.json` are as captured; `metrics.txt` keeps every scrape with its header and "
-        "every `vllm:` counter and gauge as served, without the `python_*`, `process_*` and `http_*` series and "
-        "without the histograms' `_bucket` lines (their `_sum` and `_count` are kept).\n")
+        "every `vllm:` counter and gauge as served, without the `python_*`, `process_*` and `http_*` series, "
+        "without the histograms' `_bucket` lines (their `_sum` and `_count` are kept), without `# HELP` lines and "
+        "without `_created` samples.\n")
 
 
 def copy_capture(src: Path, dest: Path) -> None:

@@ -14,6 +14,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from capture_vllm import hang_facts
 from capture_vllm.load import phase_totals
 from capture_vllm.record import iso
 
@@ -125,8 +126,28 @@ def write_description(capture, client, scraper, ready: bool) -> None:
         "metrics": [scrape_facts(p) for p in sorted(out.glob(f"{sc.name}.*.metrics.txt"))],
         "notes": list(sc.notes),
     }
+    if capture.frozen:
+        description["freeze"] = freeze_facts(capture, client, scraper)
     (out / f"{sc.name}.scenario.json").write_text(json.dumps(description, indent=1) + "\n", encoding="utf-8")
     (out / "README.md").write_text(readme(description), encoding="utf-8")
+
+
+def freeze_facts(capture, client, scraper) -> dict:
+    """The hang: from the first SIGSTOP to the first SIGCONT, what each log printed, what each
+    /metrics served, what /health answered, and what became of the client's requests."""
+    sc, out = capture.scenario, capture.out_dir
+    start = min(f.stopped_at for _, f in capture.frozen)
+    end = min(f.continued_at or float("inf") for _, f in capture.frozen)
+    return {"window": {"from": iso(start), "to": iso(end), "seconds": round(end - start, 3)},
+            "frozen": [{"process": name, "target": f.target, "pids": [f"{pid} {title[:60]!r}" for pid, title in f.pids],
+                        "states": f.states} for name, f in capture.frozen],
+            "requests": hang_facts.request_facts(client.records, start, end),
+            "logs": [hang_facts.log_facts(p, start, end) for p in sorted(out.glob(f"{sc.name}.*.log"))],
+            "metrics": [hang_facts.scrape_facts(p, start, end, WATCHED)
+                        for p in sorted(out.glob(f"{sc.name}.*.metrics.txt"))],
+            "health": hang_facts.health_facts(scraper.health, start, end),
+            "failed_scrapes_during": {name: sum(1 for t in ts if start <= t < end)
+                                      for name, ts in scraper.failed.items()}}
 
 
 def readme(d: dict) -> str:
@@ -169,6 +190,8 @@ def readme(d: dict) -> str:
             lines.append(f"- `{name}`: max {s['max']:g} at {s['max_at'][11:23]}, first {s['first']:g}, "
                          f"last {s['last']:g}, first above 0 at {(s['first_nonzero_at'] or '–')[11:23]}")
         lines.append("")
+    if d.get("freeze"):
+        lines += hang_facts.render(d["freeze"])
     if d["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in d["notes"]] + [""]
     return "\n".join(lines)

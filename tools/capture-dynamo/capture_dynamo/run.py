@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from capture_vllm.freeze import Frozen, freeze, thaw
 from capture_vllm.load import LoadClient
 from capture_vllm.record import iso, write_requests
 from capture_vllm.run import VOCAB, say
@@ -60,7 +61,9 @@ class Timeline:
 class Scraper(threading.Thread):
     """Every ``SCRAPE_EVERY_S`` each process's /metrics appended to ``SCENARIO.PROC.metrics.txt``
     after a ``# ===== ... t=EPOCH (ISO) port=N =====`` header, as ``pdwatch record`` writes them;
-    a failed scrape is counted, not written."""
+    a failed scrape is counted, not written. Each process is read by a thread of its own, so that
+    one that does not answer (a frozen worker: 3 s to time out) does not slow the others' pace.
+    Beside each scrape a GET /health (2 s timeout), its status kept in ``health`` (None: no answer)."""
 
     def __init__(self, scenario: str, out_dir: Path, targets: dict[str, int], phase_of) -> None:
         super().__init__(daemon=True)
@@ -68,22 +71,33 @@ class Scraper(threading.Thread):
         self.done = threading.Event()
         self.taken: dict[str, int] = {name: 0 for name in targets}
         self.failed: dict[str, list[float]] = {name: [] for name in targets}
+        self.health: dict[str, list[tuple[float, int | None]]] = {name: [] for name in targets}
 
     def run(self) -> None:
+        threads = [threading.Thread(target=self._follow, args=(name, port), daemon=True)
+                   for name, port in self.targets.items()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _follow(self, name: str, port: int) -> None:
         next_at = time.time()
         while not self.done.is_set():
-            for name, port in self.targets.items():
-                status, body = get(port, "/metrics", timeout_s=3.0)
-                t = time.time()
-                if status != 200:
-                    self.failed[name].append(round(t, 3))
-                    continue
+            self.health[name].append((round(time.time(), 3), get(port, "/health", timeout_s=2.0)[0]))
+            status, body = get(port, "/metrics", timeout_s=3.0)
+            t = time.time()
+            if status != 200:
+                self.failed[name].append(round(t, 3))
+            else:
                 header = (f"# ===== scenario={self.scenario} target={name} phase={self.phase_of()} "
                           f"t={t:.3f} ({iso(t)}) port={port} =====\n")
                 with open(self.out_dir / f"{self.scenario}.{name}.metrics.txt", "a", encoding="utf-8") as f:
                     f.write(header + body.decode("utf-8", "replace"))
                 self.taken[name] += 1
             next_at += SCRAPE_EVERY_S
+            if next_at < time.time():  # a scrape that timed out: the next one now, not a burst of missed ones
+                next_at = time.time()
             self.done.wait(max(0.0, next_at - time.time()))
 
 
@@ -104,6 +118,7 @@ class DynamoCapture:
         self.phase = "start-up"
         self.restarts: list[tuple[float, str]] = []  # (when, process) still to start again
         self.exits: dict[str, int | None] = {}
+        self.frozen: list[tuple[str, Frozen]] = []  # (process, what was stopped), thawed before the stop
 
     # --- processes ----------------------------------------------------------------------------
 
@@ -211,6 +226,15 @@ class DynamoCapture:
             if action.phase == phase and i not in done and elapsed >= action.after_s:
                 done.add(i)
                 server = self.servers[action.proc]
+                if action.kind == "freeze":
+                    frozen = freeze(server, action.target)
+                    self.frozen.append((action.proc, frozen))
+                    self.timeline.add(f"SIGSTOP to {action.proc} {action.target} ({frozen.describe()}; states "
+                                      f"{frozen.states}), {client.in_flight} requests in flight, {elapsed:.1f} s "
+                                      f"into {phase}", process=action.proc, event="sigstop", target=action.target,
+                                      pids=[pid for pid, _ in frozen.pids], states=frozen.states,
+                                      in_flight=client.in_flight, t_signal=round(frozen.stopped_at, 3))
+                    continue
                 children = [pid for pid, _ in server.descendants()]
                 os.kill(server.proc.pid, signal.SIGKILL)
                 self.timeline.add(f"SIGKILL to {action.proc} (pid {server.proc.pid}; its children {children} left "
@@ -230,7 +254,7 @@ class DynamoCapture:
 
     def run(self) -> Path:
         self.out_dir.mkdir(parents=True)
-        client = LoadClient(self.http_port, SERVED, vocab=VOCAB, words=True, timeout_s=180.0)
+        client = LoadClient(self.http_port, SERVED, vocab=VOCAB, words=True, timeout_s=self.scenario.client_timeout_s)
         scraper = Scraper(self.scenario.name, self.out_dir,
                           {"frontend": self.http_port,
                            **{n: p for n, p in self.system_ports.items() if p != self.http_port}},
@@ -252,6 +276,7 @@ class DynamoCapture:
             time.sleep(SCRAPE_EVERY_S)
             scraper.done.set()
             scraper.join(10)
+            self._thaw(client)
             self._stop()
         finally:
             scraper.done.set()
@@ -262,6 +287,16 @@ class DynamoCapture:
         write_description(self, client, scraper, ready)
         say(f"{self.scenario.name}: written to {self.out_dir}")
         return self.out_dir
+
+    def _thaw(self, client: LoadClient) -> None:
+        """SIGCONT to whatever was frozen, before the graceful stop."""
+        for name, frozen in self.frozen:
+            thaw(frozen)
+            self.timeline.add(f"SIGCONT to {name} {frozen.target} ({', '.join(str(p) for p, _ in frozen.pids)}) after "
+                              f"{frozen.continued_at - frozen.stopped_at:.1f} s stopped, {client.in_flight} requests "
+                              f"in flight", process=name, event="sigcont", target=frozen.target,
+                              pids=[pid for pid, _ in frozen.pids], in_flight=client.in_flight,
+                              t_signal=round(frozen.continued_at, 3))
 
     def _stop(self) -> None:
         """Workers first, then the frontend, each with SIGINT (an operator's Ctrl-C, what a

@@ -47,13 +47,20 @@ class Action:
     """Something done to a process ``after_s`` into ``phase``. ``kind``: ``kill`` (SIGKILL to its
     main process: an OOM kill or a node fault; its children are left to react on their own),
     ``restart`` (SIGKILL, then the same command again ``down_s`` later, appending to the same log,
-    as a supervisor loop would)."""
+    as a supervisor loop would), ``freeze`` (SIGSTOP to the processes ``target`` names, held for
+    the rest of the run: a hang, not a death; ``tree``: the main process and every descendant, a
+    frozen node; ``engine_core``: only vLLM's engine core child, the ``dynamo.vllm`` process left
+    running; see capture-vllm's ``capture_vllm/freeze.py``). Frozen processes get SIGCONT before
+    the graceful stop, so that they can exit. Actions due at the same tick run one after the
+    other, a freeze taking about 0.1 s (it reads the tree and the states back from /proc): two
+    freezes at the same ``after_s`` stop a whole job at once (104 ms apart in disagg_all_frozen)."""
 
     kind: str
     proc: str
     phase: str
     after_s: float
     down_s: float = 0.0
+    target: str = "tree"  # freeze: which processes
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,7 @@ class Scenario:
     actions: tuple[Action, ...] = ()
     env: tuple[tuple[str, str], ...] = ()  # on top of COMMON_ENV, for every process
     notes: tuple[str, ...] = field(default_factory=tuple)
+    client_timeout_s: float = 180.0  # the client gives up on a request silent this long
 
 
 FRONTEND = Proc("frontend", "frontend")
@@ -88,6 +96,12 @@ def _disagg(decode_args: tuple[str, ...] = KV_PRESSURE) -> tuple[Proc, ...]:
 _DISAGG_HIGH = Phase("high", "closed", seconds=40, concurrency=16, prompt_len=(384, 768), max_tokens=(192, 384),
                      stream=False)
 _DISAGG_ENV = (("VLLM_NIXL_SIDE_CHANNEL_HOST", "127.0.0.1"),)
+# A hang's load: 8 streaming clients, frozen 10 s into the phase; each client gives up on a request
+# after 30 s of silence (client_timeout_s), then two more requests find the job still hung.
+_HANG_HIGH = Phase("high", "closed", seconds=20, concurrency=8, prompt_len=(256, 512), max_tokens=(128, 256))
+_HANG_AFTER = Phase("after", "paced", seconds=4, concurrency=2, every_s=2.0, prompt_len=(64, 128),
+                    max_tokens=(32, 64))
+_HANG_IDLE = Phase("idle2", "idle", seconds=6)
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
@@ -180,6 +194,25 @@ SCENARIOS: tuple[Scenario, ...] = (
         (Phase("idle1", "idle", seconds=4), Phase("low", "paced", seconds=12, concurrency=2, every_s=1.0,
                                                   prompt_len=(128, 256), max_tokens=(16, 32), stream=False),
          Phase("idle2", "idle", seconds=6)), env=_DISAGG_ENV),
+    Scenario(
+        "disagg_all_frozen",
+        "A prefill/decode job over NIXL hung whole: 10 s into the high phase every worker (prefill and decode, "
+        "each its dynamo.vllm process and all its descendants: engine core, model worker) is stopped with "
+        "SIGSTOP at once and kept stopped, as frozen nodes or a job stuck in its KV transfers would be; the "
+        "frontend stays up. The clients keep sending (each gives up on a request after 30 s of silence). "
+        "SIGCONT before the graceful stop.",
+        _disagg(()), (IDLE, LOW, _HANG_HIGH, _HANG_AFTER, _HANG_IDLE),
+        actions=(Action("freeze", "prefill", "high", 10.0, target="tree"),
+                 Action("freeze", "decode", "high", 10.0, target="tree")),
+        env=_DISAGG_ENV, client_timeout_s=30.0),
+    Scenario(
+        "agg_engine_core_frozen",
+        "An aggregated worker whose vLLM engine core process (VLLM::EngineCore, a child of the dynamo.vllm "
+        "process) is stopped with SIGSTOP 10 s into the high phase and kept stopped: the engine hung while the "
+        "worker's main process lives (its status server, its discovery registration). The clients keep sending "
+        "(each gives up on a request after 30 s of silence). SIGCONT before the graceful stop.",
+        (FRONTEND, Proc("worker", args=("--max-num-seqs", "16"))), (IDLE, LOW, _HANG_HIGH, _HANG_AFTER, _HANG_IDLE),
+        actions=(Action("freeze", "worker", "high", 10.0, target="engine_core"),), client_timeout_s=30.0),
     Scenario(
         "worker_port_in_use",
         "A worker whose status server (DYN_SYSTEM_PORT) is given the frontend's HTTP port, already in use. The "

@@ -100,6 +100,18 @@ def readme(d: dict) -> str:
                      f"{p['seconds']} | {p['sent']} | {p['ok']} | {p['failed']} | {p['prompt_tokens']} | "
                      f"{p['output_tokens']} | {lat} |")
     lines += ["", "## How it ended", "", d["ending"], ""]
+    if d.get("signals"):
+        lines += ["Signals the kit sent (UTC; requests in flight as the client counted them):", "",
+                  "| UTC | signal | to | why | in flight | phase |", "|---|---|---|---|---|---|"]
+        for sig in d["signals"]:
+            to = ", ".join(f"{pid} `{title}`" for pid, title in zip(sig["pids"], sig["titles"]))
+            lines.append(f"| {sig['utc'][11:23]} | {sig['signal']} | {to} | {sig['why']} | {sig['in_flight']} | "
+                         f"{sig['phase']} |")
+        lines.append("")
+    if d.get("freeze"):
+        from .hang_facts import render
+
+        lines += render(d["freeze"])
     if d.get("notes"):
         lines += ["## Notes", ""] + [f"- {n}" for n in d["notes"]] + [""]
     return "\n".join(lines)

@@ -11,13 +11,16 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+from . import hang_facts
+from .freeze import Frozen, freeze, thaw
 from .load import LoadClient
 from .record import ScrapeFile, iso, write_description, write_requests
 from .scenarios import COMMON_ARGS, COMMON_ENV, Scenario, ServerSpec
-from .server import Server
+from .server import Server, get
 
 KIT = Path(__file__).resolve().parent.parent
 MODEL = KIT / "models" / "tiny-qwen3"
@@ -43,6 +46,10 @@ class Capture:
         self.scrapes = ScrapeFile(out_dir / "metrics.txt", scenario.name)
         self.ending = ""
         self.stop_event: dict | None = None
+        self.phase = "start-up"
+        self.signals: list[dict] = []  # every signal the kit sent, in order (the README's table)
+        self.frozen: Frozen | None = None
+        self.health: dict[str, list[tuple[float, int | None]]] = {}  # port -> (t, /health status)
 
     # --- servers ------------------------------------------------------------------------------
 
@@ -72,7 +79,8 @@ class Capture:
 
     def run(self) -> Path:
         self.out_dir.mkdir(parents=True)
-        client = LoadClient(self.target().port, str(MODEL), vocab=VOCAB)
+        client = LoadClient(self.target().port, str(MODEL), vocab=VOCAB, timeout_s=self.scenario.client_timeout_s)
+        periodic = threading.Event()
         try:
             for server in self.servers:
                 say(f"{self.scenario.name}: starting {server.name} on port {server.port}")
@@ -80,27 +88,35 @@ class Capture:
             for server in self.servers:
                 took = server.wait_ready()
                 say(f"{server.name} ready after {took:.0f} s")
+            if self.scenario.scrape_every_s:
+                threading.Thread(target=self._scrape_every, args=(client, periodic), daemon=True).start()
             self._phases(client)
-            self._end(client)
+            self._end(client, periodic)
         finally:
+            periodic.set()
             for server in self.servers:
                 server.kill_group()
             shutil.rmtree(self.kvstore, ignore_errors=True)
         write_requests(self.out_dir / "requests.csv", client.records)
-        write_description(self.out_dir, self._description(), client.windows, client.records)
+        description = self._description()
+        if self.frozen is not None:
+            description["freeze"] = self._freeze_facts(client)
+        write_description(self.out_dir, description, client.windows, client.records)
         say(f"{self.scenario.name}: written to {self.out_dir}")
         return self.out_dir
 
     def _phases(self, client: LoadClient) -> None:
         stop = self.scenario.stop
+        every = self.scenario.scrape_every_s
         for phase in self.scenario.phases:
-            if self.stop_event is not None:
+            if self.stop_event is not None and stop.kind != "freeze":
                 break
+            self.phase = phase.name
             say(f"phase {phase.name} ({phase.kind}, {phase.seconds:.0f} s, concurrency {phase.concurrency})")
             done: set[str] = set()
 
             def tick(elapsed: float, phase=phase, done=done) -> None:
-                if phase.kind != "idle" and "mid" not in done and elapsed >= phase.seconds / 2:
+                if not every and phase.kind != "idle" and "mid" not in done and elapsed >= phase.seconds / 2:
                     done.add("mid")
                     self._scrape_all(phase.name, f"mid-load-phase(+{elapsed:.1f}s, in_flight={client.in_flight})")
                 if stop.phase == phase.name and "stop" not in done and elapsed >= stop.after_s:
@@ -108,8 +124,31 @@ class Capture:
                     self._stop_action(client, elapsed)
 
             client.run(phase, on_tick=tick)
-            if self.stop_event is None and phase.kind == "idle":
+            if not every and self.stop_event is None and phase.kind == "idle":
                 self._scrape_all(phase.name, "end-of-idle-phase")
+        self.phase = "stop"
+
+    def _scrape_every(self, client: LoadClient, done: threading.Event) -> None:
+        """Every ``scrape_every_s``: each vLLM server's /health, then its /metrics, the health
+        status and the requests in flight in the scrape's header."""
+        every = self.scenario.scrape_every_s
+        next_at = time.time()
+        while not done.is_set():
+            for server in self.vllm_servers():
+                status = get(server.port, "/health", timeout_s=2.0)[0]
+                self.health.setdefault(str(server.port), []).append((round(time.time(), 3), status))
+                self.scrapes.scrape(server.port, self.phase,
+                                    f"every-{every:g}s(in_flight={client.in_flight}, health={status})")
+            next_at += every
+            done.wait(max(0.0, next_at - time.time()))
+
+    def _signal(self, sig: signal.Signals, pids: list[tuple[int, str]], client: LoadClient, why: str,
+                t: float | None = None, **facts) -> None:
+        """Write down a signal the kit sent at ``t`` (default: now): the README's table of signals."""
+        t = time.time() if t is None else t
+        self.signals.append({"t": round(t, 3), "utc": iso(t), "signal": sig.name, "why": why,
+                             "pids": [pid for pid, _ in pids], "titles": [title[:80] for _, title in pids],
+                             "in_flight": client.in_flight, "phase": self.phase, **facts})
 
     def _scrape_all(self, phase: str, what: str) -> None:
         for server in self.vllm_servers():
@@ -125,6 +164,17 @@ class Capture:
             server.signal(signal.SIGINT)
             self.stop_event = {"kind": "sigint_under_load", "t": at, "pid": server.proc.pid,
                                "in_flight": client.in_flight}
+        elif stop.kind == "freeze":
+            self.frozen = freeze(server, stop.target)
+            self._signal(signal.SIGSTOP, self.frozen.pids, client, f"freeze {stop.target}", t=self.frozen.stopped_at,
+                         states=self.frozen.states)
+            say(f"SIGSTOP to {self.frozen.describe()}, {client.in_flight} requests in flight "
+                f"(states {self.frozen.states})")
+            self.stop_event = {"kind": "freeze", "t": self.frozen.stopped_at, "target": stop.target,
+                               "pids": [p for p, _ in self.frozen.pids], "titles": [t for _, t in self.frozen.pids],
+                               "states": self.frozen.states, "in_flight": client.in_flight}
+            self.stop_event["phase"], self.stop_event["after_s"] = stop.phase, round(elapsed, 3)
+            return  # the clients keep sending to the end of the phases
         elif stop.kind == "kill_worker":
             workers = [(pid, title) for pid, title in server.descendants() if "Worker" in title]
             if not workers:
@@ -140,8 +190,11 @@ class Capture:
         # The client keeps sending for 5 s more (what a real benchmark client sees), then stops.
         client.stop_at(at + 5.0)
 
-    def _end(self, client: LoadClient) -> None:
+    def _end(self, client: LoadClient, periodic: threading.Event) -> None:
         kind = self.scenario.stop.kind
+        if kind == "freeze":
+            self._end_freeze(client, periodic)
+            return
         if kind == "sigint":
             if self.scenario.phases[-1].kind != "idle":  # an idle phase was just scraped at its end
                 self._scrape_all("end", "before-stop")
@@ -170,6 +223,47 @@ class Capture:
         for server in self.servers:
             server.stop()
 
+    def _end_freeze(self, client: LoadClient, periodic: threading.Event) -> None:
+        """After the last phase: the last scrape, SIGCONT to what was frozen, SIGINT to every server."""
+        ev = self.stop_event or {}
+        if self.scenario.scrape_every_s:
+            time.sleep(self.scenario.scrape_every_s)
+        periodic.set()
+        if self.frozen is None:
+            raise RuntimeError("the freeze never happened (its phase or after_s was never reached)")
+        thaw(self.frozen)
+        self._signal(signal.SIGCONT, self.frozen.pids, client, "thaw before the graceful stop",
+                     t=self.frozen.continued_at)
+        say(f"SIGCONT to {self.frozen.describe()} after {self.frozen.continued_at - self.frozen.stopped_at:.1f} s")
+        codes = {}
+        for server in self.servers:
+            self._signal(signal.SIGINT, [(server.proc.pid, server.name)], client, "graceful stop")
+            codes[server.name] = server.stop()
+            say(f"{server.name} stopped with SIGINT: exit {codes[server.name]}")
+        self.ending = (f"SIGSTOP to {ev.get('target')} ({', '.join(map(str, ev.get('pids', [])))}) "
+                       f"{ev.get('after_s')} s into phase `{ev.get('phase')}` at {iso(ev.get('t', 0))}, "
+                       f"{ev.get('in_flight')} requests in flight; held "
+                       f"{self.frozen.continued_at - self.frozen.stopped_at:.1f} s while the clients kept "
+                       f"sending, then SIGCONT at {iso(self.frozen.continued_at)} and SIGINT to every server "
+                       f"(exit codes {codes}).")
+
+    def _freeze_facts(self, client: LoadClient) -> dict:
+        start, end = self.frozen.stopped_at, self.frozen.continued_at or time.time()
+        watched = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:generation_tokens_total",
+                   "vllm:prompt_tokens_total", "vllm:kv_cache_usage_perc", "vllm:request_success_total",
+                   "vllm:num_preemptions_total")
+        logs = [self.out_dir / f"{s.name}.log" for s in self.servers]
+        metrics = self.out_dir / "metrics.txt"
+        return {"window": {"from": iso(start), "to": iso(end), "seconds": round(end - start, 3)},
+                "frozen": [{"process": self.scenario.target, "target": self.frozen.target,
+                            "pids": [f"{pid} {title[:60]!r}" for pid, title in self.frozen.pids],
+                            "states": self.frozen.states}],
+                "requests": hang_facts.request_facts(client.records, start, end),
+                "logs": [hang_facts.log_facts(p, start, end) for p in logs if p.exists()],
+                "metrics": [hang_facts.scrape_facts(metrics, start, end, watched)] if metrics.exists() else [],
+                "health": {f"port {port}": facts for port, facts
+                           in hang_facts.health_facts(self.health, start, end).items()}}
+
     def _description(self) -> dict:
         sc = self.scenario
         servers = []
@@ -181,7 +275,9 @@ class Capture:
                 "vllm_version": _venv_version(self.venv, "vllm"), "torch_version": _venv_version(self.venv, "torch"),
                 "machine": _machine(), "model": str(MODEL), "servers": servers,
                 "stop": {"kind": sc.stop.kind, "phase": sc.stop.phase, "after_s": sc.stop.after_s,
-                         "event": self.stop_event},
+                         "target": sc.stop.target, "event": self.stop_event},
+                "signals": self.signals, "health": self.health,
+                "client_timeout_s": sc.client_timeout_s,
                 "ending": self.ending, "notes": list(sc.notes), "scrapes": self.scrapes.taken}
 
 

@@ -32,11 +32,16 @@ class Stop:
     ``sigint_under_load``: SIGINT ``after_s`` into ``phase``, requests in flight.
     ``kill_worker``: SIGKILL the server's model worker process ``after_s`` into ``phase``:
     a worker that dies mid-run (as an OOM kill or a segfault would); the server is left to
-    react on its own, then stopped if it has not exited."""
+    react on its own, then stopped if it has not exited.
+    ``freeze``: SIGSTOP ``after_s`` into ``phase`` to the processes ``target`` names
+    (``capture_vllm/freeze.py``: ``engine_core``, ``worker`` or ``tree``, the whole server), held
+    for the rest of the run while the clients keep sending: a hang, not a death. After the last
+    phase SIGCONT, then SIGINT, so that the processes can exit."""
 
     kind: str = "sigint"
     phase: str = ""
     after_s: float = 0.0
+    target: str = ""  # freeze: which processes
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,10 @@ class Scenario:
     stop: Stop = Stop()
     env: tuple[tuple[str, str], ...] = ()  # on top of COMMON_ENV, for every server
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # 0: /metrics scraped mid-load and at the end of each idle phase. N: every N s from the first
+    # phase to the end, each scrape with a GET /health beside it (a hang's frozen counters).
+    scrape_every_s: float = 0.0
+    client_timeout_s: float = 120.0  # the client gives up on a request silent this long
 
 
 # A prefill + decode pair sharing KV blocks through files (ExampleConnector), and the proxy.
@@ -59,6 +68,13 @@ PD_SERVERS = (ServerSpec("prefill", ("--max-num-seqs", "16", "--kv-transfer-conf
 IDLE = Phase("idle1", "idle", seconds=8)
 IDLE_END = Phase("idle2", "idle", seconds=8)
 LOW = Phase("low", "paced", seconds=10, concurrency=2, every_s=0.75, prompt_len=(64, 128), max_tokens=(64, 128))
+
+
+# A hang's load: 8 streaming clients (frozen mid-phase); each gives up on a request after 30 s of
+# silence (Scenario.client_timeout_s), then two more requests find the server still hung.
+_HANG_HIGH = Phase("high", "closed", seconds=20, concurrency=8, prompt_len=(256, 512), max_tokens=(128, 256))
+_HANG_AFTER = Phase("after", "paced", seconds=4, concurrency=2, every_s=2.0, prompt_len=(64, 128),
+                    max_tokens=(32, 64))
 
 
 def _steady(seconds: float, concurrency: int = 8) -> Phase:
@@ -153,6 +169,29 @@ SCENARIOS: tuple[Scenario, ...] = (
         (IDLE, LOW, Phase("high", "closed", seconds=25, concurrency=12, prompt_len=(384, 640),
                           max_tokens=(128, 256)), IDLE_END),
         servers=PD_SERVERS, target="proxy"),
+    Scenario(
+        "engine_core_frozen",
+        "Steady load, then vLLM's engine core process (VLLM::EngineCore) is stopped with SIGSTOP 8 s into the "
+        "high phase and kept stopped: an engine core hung while the API server process lives. The clients "
+        "keep sending (each gives up on a request after 30 s of silence), /metrics and /health are read "
+        "every 2 s. After the last phase SIGCONT, then SIGINT.",
+        (IDLE, LOW, _HANG_HIGH, _HANG_AFTER, Phase("idle2", "idle", seconds=6)),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16")),),
+        stop=Stop("freeze", "high", 8.0, target="engine_core"),
+        scrape_every_s=2.0, client_timeout_s=30.0),
+    Scenario(
+        "worker_frozen",
+        "Steady load, then vLLM's model worker process (VLLM::Worker) is stopped with SIGSTOP 8 s into the high "
+        "phase and kept stopped for over two minutes: the engine core and the API server live and wait for it, as "
+        "they would for a worker stuck in a collective. The clients keep sending (each gives up on a request "
+        "after 30 s of silence), /metrics and /health are read every 4 s. After the last phase SIGCONT, then "
+        "SIGINT.",
+        (IDLE, LOW, _HANG_HIGH, _HANG_AFTER, Phase("idle2", "idle", seconds=70)),
+        servers=(ServerSpec("server", ("--max-num-seqs", "16")),),
+        stop=Stop("freeze", "high", 8.0, target="worker"),
+        scrape_every_s=4.0, client_timeout_s=30.0,
+        notes=("vLLM's engine core logs `No available shared memory broadcast block found in 60 seconds` "
+               "(VLLM_RINGBUFFER_WARNING_INTERVAL, default 60) each minute it waits on a worker's answer.",)),
     *(Scenario(
         f"stats_interval_{s}s",
         f"The same steady load (8 closed-loop clients) with VLLM_LOG_STATS_INTERVAL={s}.",
