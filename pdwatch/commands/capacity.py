@@ -14,7 +14,8 @@ from pdwatch.capacity.budget import GPU_PRESETS
 from pdwatch.model.log_facts import facts_by_source
 from pdwatch.capacity.render import render_text, to_json
 from pdwatch.commands.common import add_time_arguments, check_year, time_zone
-from pdwatch.errors import UsageError
+from pdwatch.errors import NothingToJudge, UsageError
+from pdwatch.events.recognition import nothing_to_judge
 from pdwatch.events.stream import EventStream
 from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
 
@@ -97,8 +98,11 @@ def _read_logs(args: argparse.Namespace) -> dict:
         raise UsageError(failed[0])
     facts = {src: f for src, f in facts_by_source(e for e in events if e.kind != "stats").items()
              if _STARTUP_FACTS & f.keys()}
-    if not facts:
-        raise UsageError("no vLLM start-up lines in " + ", ".join(args.logs))
+    if not events:  # junk in: said as every command says it (exit 3)
+        raise nothing_to_judge(list(sources.sources))
+    if not facts:  # vLLM lines, but none of the start-up ones capacity reads (a log cut after start-up)
+        raise NothingToJudge("nothing to judge: no vLLM start-up lines (args, KV cache size, memory) in "
+                             + ", ".join(args.logs))
     return facts
 
 

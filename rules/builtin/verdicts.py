@@ -60,6 +60,11 @@ def _frontend_lost(g, members, mine, serving) -> Said:
 
 def _worker_lost(g, members, mine, serving) -> Said:
     one = len(g.endpoints) == 1
+    if g.end is not None:  # its log spoke again (a report of the whole run): it was frozen, or restarted
+        return Said("failure", "Failure: worker lost",
+                    f"{g.label} {'was' if one else 'were'} lost from {fmt_clock(members[0].start)} to "
+                    f"{fmt_clock(g.end)} ({'its log' if one else 'their logs'} went silent and the frontend lost "
+                    f"{'it' if one else 'them'}; {'it' if one else 'they'} spoke again then: frozen, or restarted)")
     detail = (f"{g.label} {'is' if one else 'are'} gone since {fmt_clock(members[0].start)} "
               f"({'its log' if one else 'their logs'} went silent; the frontend lost {'it' if one else 'them'})")
     return Said("failure", "Failure: worker died", detail + (_still_up(g, serving) or "; no serving endpoint left"))

@@ -72,7 +72,9 @@ def test_report_of_junk_says_nothing_to_judge_and_never_passes(junk, tmp_path, w
 
 def test_every_command_says_it(junk, tmp_path):
     for args in (["parse", str(junk["app"])], ["parse", "--format", "table", str(junk["random"])],
-                 ["replay", "--headless", "--speed", "max", str(junk["app"])]):
+                 ["replay", "--headless", "--speed", "max", str(junk["app"])],
+                 ["capacity", "--model-config", str(REPO / "tests/data/real/vllm-cpu-0.32/model/config.json"),
+                  str(junk["app"])]):
         out = pdwatch(*args, cwd=tmp_path)
         assert out.returncode == NOTHING, (args, out.stderr)
         assert sum("nothing to judge: read 1 file" in line for line in out.stderr.splitlines()) == 1, out.stderr
