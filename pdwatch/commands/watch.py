@@ -144,10 +144,16 @@ def _run(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace, session: LiveSession, stops: StopSignals) -> int:
     if args.headless or args.jsonl or not sys.stdout.isatty():
+        # A stop signal only marks the stop, which the loop sees within 50 ms and leaves by its own
+        # way out: no exception is raised into whatever it was doing (a read, a write, a tick).
         try:
-            return run_headless(session, sys.stdout, refresh=args.refresh, jsonl=args.jsonl, err=sys.stderr)
+            with stops.diverted(lambda _signum: None):
+                status = run_headless(session, sys.stdout, refresh=args.refresh, jsonl=args.jsonl, err=sys.stderr,
+                                      stop=_StopFlag(stops))
+            stops.ignore()
         finally:
             session.close()
+        return 128 + stops.received if stops.received is not None else status
     from pdwatch.commands.dashboard import run_dashboard
     from pdwatch.views.tui.app import PdwatchApp  # Textual is imported only for the dashboard
     app = PdwatchApp(session, refresh=args.refresh,
@@ -223,8 +229,25 @@ class Progress:
               f"{still} still firing at the end of the logs", file=self.err, flush=True)
 
 
+class _StopFlag:
+    """What the headless loop stops on: a stop signal received (its handler only sets an attribute;
+    setting a ``threading.Event`` there could wait on a lock the interrupted code holds)."""
+
+    def __init__(self, stops: StopSignals) -> None:
+        self._stops = stops
+
+    def is_set(self) -> bool:
+        return self._stops.received is not None
+
+    def wait(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while not self.is_set() and (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.05))
+        return self.is_set()
+
+
 def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jsonl: bool = False,
-                 stop: threading.Event | None = None, err: TextIO | None = sys.stderr,
+                 stop: threading.Event | _StopFlag | None = None, err: TextIO | None = sys.stderr,
                  clock: Callable[[], float] = time.monotonic) -> int:
     """Print findings as they fire and clear until the replay ends (watch: until ``stop``, Ctrl-C or
     another stop signal: then 128 + its number).
@@ -241,8 +264,10 @@ def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jso
     progress = Progress(err, clock) if session.mode == "replay" else None
     try:
         while not stop.is_set():
-            while session.ingest(2000) and (session.mode == "replay" or not stop.is_set()):
+            while not stop.is_set() and session.ingest(2000):
                 fresh = True  # drain what is there (a replay reads all its files first)
+            if stop.is_set():
+                break
             now = clock()
             since = now - last_tick
             if live and since < refresh and not (fresh and since >= refresh / 2):

@@ -63,3 +63,18 @@ def test_json_report_carries_the_text_as_data(tmp_path):
     quoted = [e["text"] for f in report["findings"] for e in f.get("evidence", []) if e.get("text")]
     stats_lines = [text for text in quoted if "Avg prompt" in text]
     assert stats_lines and all(PAYLOAD in text and "\x1b" not in text for text in stats_lines)
+
+
+def test_a_command_the_rule_quotes_stays_one_code_span_and_its_flags_are_not_marked_again():
+    """worker_lost's fix quotes `sacct -j JOBID --format=...`: the command is one code span (its
+    flag not cut out of it), the prose around it has its flags marked, and a table cell keeps a
+    pipe inside a command from ending the cell. HTML: the same, escaped."""
+    from pdwatch.views.report import html, markdown
+
+    text = 'Run `dmesg -T | grep -i "<oom>"` then lower --gpu-memory-utilization; `sacct --format=State`'
+    assert markdown._text(text) == ('Run `dmesg -T | grep -i "<oom>"` then lower `--gpu-memory-utilization`; '
+                                    '`sacct --format=State`')
+    assert markdown._text(text, in_table=True).startswith('Run `dmesg -T \\| grep')
+    assert markdown._text("a lone ` backtick [x]") == "a lone \\` backtick \\[x\\]"
+    assert html._prose(text) == ('Run <code>dmesg -T | grep -i &quot;&lt;oom&gt;&quot;</code> then lower '
+                                 '<code class="cli">--gpu-memory-utilization</code>; <code>sacct --format=State</code>')

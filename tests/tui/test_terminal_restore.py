@@ -134,6 +134,6 @@ def test_headless_watch_stops_on_a_signal(signum, status):
         # The logs already there are judged at start: their findings are printed at once.
         assert run.read_until(lambda out: b"FIRING" in out, 60), run.text()
         run.kill(signum)
-        assert run.finish() == status
+        assert run.finish() == status, run.text()[-3000:]
         assert "Traceback" not in run.text() and ALT_SCREEN_ON not in run.out, run.text()[-3000:]
 

@@ -10,6 +10,19 @@ from pdwatch.units import fmt_num
 
 # A command-line flag in rule text (--max-num-batched-tokens): shown as code that does not break.
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+# A command a rule's text quotes in backticks (`dmesg -T | grep ...`): shown as code, whole.
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def prose_parts(text: str) -> list[tuple[str, bool]]:
+    """Rule text cut into (piece, is_code): the backtick spans its author wrote as commands, and the
+    prose around them (where the writers mark flags). A lone backtick stays prose."""
+    parts: list[tuple[str, bool]] = []
+    pos = 0
+    for m in CODE_SPAN.finditer(text):
+        parts += [(text[pos:m.start()], False), (m.group(1), True)]
+        pos = m.end()
+    return parts + [(text[pos:], False)]
 
 
 def fmt_window(window: dict[str, Any] | None) -> str:

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from pdwatch.rules.findings import SEVERITIES, severity_rank
 from pdwatch.rules.verdict import endpoint_label
 from pdwatch.units import engine_ranges, fmt_duration, fmt_short
-from pdwatch.views.report.format import (FLAG, FRONTEND_NOTE, NOT_SCRAPED, by_error_type_text, by_status_text,
+from pdwatch.views.report.format import (FLAG, prose_parts, FRONTEND_NOTE, NOT_SCRAPED, by_error_type_text, by_status_text,
                                          endpoints_worst_first, fmt_num, fmt_period, fmt_time, fmt_window,
                                          frontend_cells, severity_short, severity_word)
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
@@ -49,7 +49,9 @@ def _esc(value: Any) -> str:
 def _prose(value: Any) -> str:
     """Rule text (summary, explanation, fix): escaped, then each command-line flag as code that
     does not break at its hyphens (a flag is letters, digits and hyphens only: nothing to escape)."""
-    return FLAG.sub(lambda m: f'<code class="cli">{m.group()}</code>', _esc(value))
+    return "".join(f'<code>{_esc(piece)}</code>' if code else
+                   FLAG.sub(lambda m: f'<code class="cli">{m.group()}</code>', _esc(piece))
+                   for piece, code in prose_parts(str(value)))
 
 
 def _marked(text: str, marks: Any) -> str:

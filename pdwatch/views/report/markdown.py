@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pdwatch.units import engine_ranges
-from pdwatch.views.report.format import (FLAG, FRONTEND_NOTE, by_error_type_text, by_status_text, endpoints_worst_first,
+from pdwatch.views.report.format import (FLAG, prose_parts, FRONTEND_NOTE, by_error_type_text, by_status_text, endpoints_worst_first,
                                          fmt_num, fmt_period, fmt_time, fmt_window, frontend_cells, severity_word)
 
 
@@ -87,7 +87,7 @@ def _findings(findings: list[dict[str, Any]], groups: list[dict[str, Any]]) -> l
         first = findings[g["findings"][0]]
         more = f" (+{len(g['findings']) - 1} alike)" if len(g["findings"]) > 1 else ""
         lines.append(f"| {severity_word(g['severity'])} | `{_cell(g['rule'])}` | {_cell(g['label'])} | "
-                     f"{fmt_time(first['start'])} | {_text(first['summary'])}{more} |")
+                     f"{fmt_time(first['start'])} | {_text(first['summary'], in_table=True)}{more} |")
     lines.append("")
     for g in groups:
         members = [findings[i] for i in g["findings"]]
@@ -271,9 +271,16 @@ def _cell(text: Any) -> str:
             .replace("[", "\\[").replace("]", "\\]").replace("`", "\\`"))
 
 
-def _text(text: Any) -> str:
-    """Rule text for a paragraph: neutralised as a cell, then each command-line flag in backticks."""
-    return FLAG.sub(lambda m: f"`{m.group()}`", _cell(text))
+def _text(text: Any, in_table: bool = False) -> str:
+    """Rule text for a paragraph (or a table cell): the commands its author wrote in backticks as
+    code spans, whole; the prose neutralised as a cell, each command-line flag in backticks."""
+    out = []
+    for piece, code in prose_parts(str(text).replace("\n", " ").replace("\r", " ")):
+        if code:  # inert in a code span; only a table's pipe needs its escape there
+            out.append(f"`{piece.replace('|', chr(92) + '|') if in_table else piece}`")
+        else:
+            out.append(FLAG.sub(lambda m: f"`{m.group()}`", _cell(piece)))
+    return "".join(out)
 
 
 def _fence(text: str, indent: str = "", marks: Any = ()) -> list[str]:
