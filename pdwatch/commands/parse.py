@@ -20,7 +20,7 @@ from pdwatch.events import parallel_scan
 from pdwatch.commands.common import add_prom_arguments, add_scrape_interval_argument, add_time_arguments, \
     check_year, prom_options, time_zone
 from pdwatch.errors import require_inputs
-from pdwatch.events.recognition import nothing_to_judge, unrecognised_notice
+from pdwatch.events.recognition import nothing_to_judge, unrecognised_notices
 from pdwatch.events.stream import EventStream
 from pdwatch.sources import READ_FAILURES, SourceNotice, SourceSet
 
@@ -70,9 +70,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not recognised:  # a run that read only junk is said as such (exit 3), never an empty success
         raise nothing_to_judge(list(sources.sources) + list(sources.metrics_files))
-    for path in sources.local_files:
-        if path not in recognised and os.path.isfile(path):
-            _report_notice(unrecognised_notice(path), follow=False)
+    for notice in unrecognised_notices(sources.local_files, recognised):
+        _report_notice(notice, follow=False)
     return 0
 
 

@@ -68,6 +68,13 @@ def nothing_to_judge(sources: list[str], *, not_servers: bool = False) -> Nothin
                           f"(it looks for {LOOKED_FOR})")
 
 
+def unrecognised_notices(files: list[str], recognised: set[str] | frozenset[str],
+                         failed: set[str] | frozenset[str] = frozenset()) -> list[SourceNotice]:
+    """The notices of a run's local files that gave no recognised line (those that could not be
+    read, ``failed``, are said otherwise): the one rule report, replay and parse follow."""
+    return [unrecognised_notice(p) for p in files if p not in recognised and p not in failed and os.path.isfile(p)]
+
+
 def unrecognised_notice(source: str) -> SourceNotice:
     """A file of a run with no line pdwatch recognises: named, so a typo'd glob or a stray file shows."""
     size = _size(source)

@@ -34,7 +34,7 @@ from pdwatch.parsers import Event
 from pdwatch.events import parallel_scan
 from pdwatch.model.deployment import DeploymentModel, EndpointSpec
 from pdwatch.errors import NothingToJudge, UsageError, require_inputs, require_one_existing
-from pdwatch.events.recognition import nothing_to_judge, unrecognised_notice
+from pdwatch.events.recognition import nothing_to_judge, unrecognised_notices
 from pdwatch.events.stream import EventStream
 from pdwatch.sources import READ_FAILURES, FileTail, PrometheusSource, PromOptions, SampleBlock, SourceNotice, \
     SourceSet, is_prom, is_ssh, is_url
@@ -171,9 +171,8 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
                 for e in store.not_servers() for src in e.sources]
     unjudged = _nothing_to_judge(store, sources, notices)
     if unjudged is None:
-        placed = store.model.placed_sources()
-        notices += [unrecognised_notice(s) for s in sources.local_files if s not in placed and os.path.isfile(s)
-                    and s not in {n.source for n in notices if n.kind in READ_FAILURES}]
+        failed = {n.source for n in notices if n.kind in READ_FAILURES}
+        notices += unrecognised_notices(sources.local_files, store.model.placed_sources(), failed)
 
     capacity = capacity_view.compute(store, model)  # before the rules: they read planned_concurrency
     endpoints = store.endpoints()

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from pdwatch.events.recognition import LOOKED_FOR, nothing_to_judge, unrecognised_notice, what_was_read
+from pdwatch.events.recognition import LOOKED_FOR, nothing_to_judge, unrecognised_notices, what_was_read
 from pdwatch.events.stream import EventStream
 from pdwatch.model.deployment import DeploymentModel, EndpointSpec
 from pdwatch.model.partial import GENERIC_KINDS
@@ -287,9 +287,7 @@ class LiveSession:
             self._buffer.load()
             self._unjudged = self._nothing_to_judge()
             if self._unjudged is None:  # a folder only partly recognised names its other files
-                recognised = self._ingest.stream.recognised
-                self._said += [unrecognised_notice(p) for p in self.sources.local_files
-                               if p not in recognised and os.path.isfile(p)]
+                self._said += unrecognised_notices(self.sources.local_files, self._ingest.stream.recognised)
         if self._buffer.start is None:  # no timestamps at all: show everything at once
             events = self._buffer.release_all()
             if events:
