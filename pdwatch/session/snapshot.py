@@ -217,6 +217,14 @@ class Snapshot:
     nothing_to_judge: str | None = None
     # what is wrong now: the diagnosis of the findings firing now (its findings are ``findings``, in order)
     diagnosis: Diagnosis | None = None
+    # The run's history. Replay, once its files are read: every finding of the whole run as ``report``
+    # gives them (ahead of the clock too: the timeline and the jump to the first trouble need them);
+    # watch: every firing period so far. Empty until known (then read ``all_findings``).
+    run_findings: tuple[FindingRow, ...] = ()
+    # the diagnosis of those findings, firing or resolved: what the run had ("was: ..." once it cleared;
+    # a replay's end shows it, as the report does)
+    run_diagnosis: Diagnosis | None = None
+    first_trouble: datetime | None = None  # the start of the run's first warning-or-worse finding
 
     @property
     def verdict(self) -> Verdict | None:
