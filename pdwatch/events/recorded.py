@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
-import regex
 
 from pdwatch.parsers import Event
 
 from pdwatch.parsers.exposition import CounterState, ExpositionError, events_from_exposition
 
-HEADER = regex.compile(r"^# =====(?P<desc>.*?)\bt=(?P<t>\d+(?:\.\d+)?)\b(?P<rest>.*?)=====\s*$")
-_PORT = regex.compile(r"\bport=(?P<port>\d+)\b")
+from pdwatch.parsers.recorded_header import HEADER, parse_header  # noqa: F401  (HEADER: pdwatch record's)
 
 
 @dataclass(frozen=True)
@@ -49,16 +47,14 @@ def split_scrapes(text: str) -> list[RecordedScrape]:
     current: tuple[int, datetime, int | None, str] | None = None
     body: list[str] = []
     for no, line in enumerate(text.splitlines(), 1):
-        m = HEADER.match(line)
-        if m is None:
+        header = parse_header(line)
+        if header is None:
             if current is not None:
                 body.append(line)
             continue
         if current is not None:
             scrapes.append(RecordedScrape(*current, "\n".join(body) + "\n"))
-        port = _PORT.search(m["rest"]) or _PORT.search(m["desc"])
-        current = (no, datetime.fromtimestamp(float(m["t"]), tz=timezone.utc),
-                   int(port["port"]) if port else None, line.strip())
+        current = (no, *header, line.strip())
         body = []
     if current is not None:
         scrapes.append(RecordedScrape(*current, "\n".join(body) + "\n"))

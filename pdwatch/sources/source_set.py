@@ -9,6 +9,7 @@ recent past and then every ``scrape_interval`` seconds).
 
 from __future__ import annotations
 
+import glob
 import os
 import threading
 import time
@@ -17,9 +18,10 @@ from typing import BinaryIO, Callable, Iterator
 from pdwatch.errors import UsageError
 from pdwatch.sources.urls import normalize_url
 
-from .discovery import classify_txt, expand_candidates, expand_paths, is_txt, unlistable_dirs
+from .discovery import LOG_SUFFIXES, classify_txt, expand_candidates, expand_paths, is_txt, unlistable_dirs
 from .file_tail import FileTail, Ident
 from .prometheus import PrometheusSource, PromOptions, is_prom
+from .recorded_tail import RecordedTail
 from .records import Labels, LineBlock, SampleBlock, ScrapeBlock, SourceNotice
 from .scrape_source import ScrapeSource, is_url
 from .ssh_source import SshOptions, SshSource
@@ -95,6 +97,7 @@ class SourceSet:
         self._stdin: StdinSource | None = None
         self._unclassified: dict[str, str | None] = {}  # empty *.txt -> last problem reported
         self._metrics: list[str] = []
+        self._recorded: dict[str, RecordedTail] = {}  # watch: recorded scrape files, followed
         self._pending: list[Item] = []  # notices produced outside poll()
         # Rescans must not re-read a rotated file under its new name (e.g. x.log -> x-1.log
         # inside a watched dir), so remember inodes rotated away and paths skipped for that.
@@ -110,6 +113,8 @@ class SourceSet:
             self._add_metrics(p)
         for p in logs:
             self._add_log(p)
+        if self._follow:
+            self._say_what_is_awaited(logs + metrics)
 
     # -- public ----------------------------------------------------------------------
     @property
@@ -168,6 +173,8 @@ class SourceSet:
             t.close()
         for scrape in self._scrapes.values():
             scrape.close()
+        for recorded in self._recorded.values():
+            recorded.close()
         for remote in self._remotes:
             remote.close()
         for prom in self._proms:
@@ -195,6 +202,8 @@ class SourceSet:
             out += self._stdin.poll()
         for scrape in self._scrapes.values():
             out += scrape.poll()
+        for recorded in self._recorded.values():
+            out += recorded.poll()
         for prom in self._proms:  # a finished range: one chunk per poll
             out += prom.poll()
         if self._remotes:
@@ -262,9 +271,10 @@ class SourceSet:
         if path not in self._metrics:
             self._metrics.append(path)
             self._metrics.sort()
-            self._pending.append(
-                SourceNotice(path, "metrics_file", f"{path}: recorded /metrics scrape, not a log; skipped here")
-            )
+            if self._follow:  # followed scrape by scrape; a replay or report reads it after the logs
+                self._recorded[path] = RecordedTail(path, max_line_bytes=self._max_line_bytes, history=self._history)
+            how = "followed scrape by scrape" if self._follow else "read beside the logs"
+            self._pending.append(SourceNotice(path, "metrics_file", f"{path}: recorded /metrics scrapes, {how}"))
 
     def _add_log(self, path: str) -> None:
         if path == STDIN:
@@ -312,6 +322,22 @@ class SourceSet:
                 self._add_metrics(path)
             else:
                 self._tails[path] = FileTail(path, follow=True, max_line_bytes=self._max_line_bytes)
+
+    def _say_what_is_awaited(self, found: list[str]) -> None:
+        """A watch on a folder or glob with nothing in it yet says that it waits, and for what (a
+        missing file says it itself; an unreadable folder, why)."""
+        suffixes = ", ".join(f"*{s}" for s in LOG_SUFFIXES)
+        for arg in self._args:
+            if arg in self._dir_problems or is_url(arg) or is_ssh(arg) or is_prom(arg) or arg == STDIN:
+                continue
+            if os.path.isdir(arg):
+                inside = os.path.join(arg, "")
+                if not any(p.startswith(inside) for p in found):
+                    self._pending.append(SourceNotice(arg, "info", f"{arg}: no log file in the folder yet; waiting "
+                                                                   f"for one to appear ({suffixes})"))
+            elif glob.has_magic(arg) and not glob.glob(arg):
+                self._pending.append(SourceNotice(arg, "info", f"{arg}: no file matches yet; waiting for one to "
+                                                               f"appear"))
 
     def _check_dirs(self, out: list[Item]) -> None:
         """An unreadable folder looks empty: say why, once per change, rather than show nothing."""
