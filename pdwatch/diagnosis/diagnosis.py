@@ -18,7 +18,7 @@ from pdwatch.model.store import Store
 from pdwatch.rules.findings import severity_rank
 from pdwatch.rules.verdict import FindingGroup, FindingLike, Verdict, decides, group_findings, make_verdict, name_key
 
-from .figures import figures
+from .figures import WINDOW_INTERVALS, figures
 
 ROLE_ORDER = {"prefill": 0, "decode": 1, "aggregated": 2, "unknown": 3, "frontend": 4}
 
@@ -39,10 +39,12 @@ class Diagnosis:
                 "endpoints_order": list(self.endpoint_order), "endpoint_severity": dict(self.endpoint_severity)}
 
 
-def diagnose(store: Store, findings: Iterable[FindingLike], until: Any = None) -> Diagnosis:
+def diagnose(store: Store, findings: Iterable[FindingLike], until: Any = None,
+             intervals: int = WINDOW_INTERVALS) -> Diagnosis:
     """The diagnosis of ``findings`` (those to judge: firing now on a dashboard, every period of the
-    run in a report). The verdict's numbers are each endpoint's last window up to ``until``, or the
-    episode of the deciding findings when they all ended (a report of a run whose trouble passed)."""
+    run in a report). The verdict's numbers are each endpoint's last ``intervals`` stats intervals up
+    to ``until`` (a dashboard: 1, what its panes show now), or the episode of the deciding findings
+    when they all ended (a report of a run whose trouble passed)."""
     ordered = tuple(severity_order(findings))
     groups = group_findings(ordered)
     decisive = [g for g in groups if decides(g)]
@@ -52,7 +54,7 @@ def diagnose(store: Store, findings: Iterable[FindingLike], until: Any = None) -
         # tail as it resolved. One still firing: the endpoints' last window, what the panes show.
         since = decisive[0].start
         until = decisive[0].end if until is None else min(pd.Timestamp(until), pd.Timestamp(decisive[0].end))
-    verdict = make_verdict(ordered, groups, figures(store, until, since=since))
+    verdict = make_verdict(ordered, groups, figures(store, until, intervals, since=since))
     worst = _endpoint_severity(ordered)
     order = sorted(((ep.name, ep.role) for ep in store.endpoints()), key=lambda nr: (
         severity_rank(worst.get(nr[0])), ROLE_ORDER.get(nr[1], 5), name_key(nr[0])))

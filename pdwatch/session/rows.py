@@ -31,6 +31,7 @@ from .snapshot import (EndpointDetail, EndpointRow, EndpointSeries, EngineRow, E
 STALE_INTERVALS = 3  # an endpoint silent for more than 3 stats intervals is stale
 DEFAULT_INTERVAL_S = 10.0
 HISTORY_POINTS = 40
+LIVE_INTERVALS = 1  # the dashboard's verdict: each endpoint's newest stats interval, as its pane
 FRONTEND_WINDOW_S = 60.0  # the frontend strip's figures: the last minute, the requests_failing rule's window
 
 
@@ -69,9 +70,11 @@ class SnapshotBuilder:
         return tuple(self._finding_row(f) for f in findings)
 
     def diagnosis(self, findings: tuple[FindingRow, ...], clock: pd.Timestamp | None) -> Diagnosis:
-        """The diagnosis of the findings firing now (once per store generation and set of findings)."""
+        """The diagnosis of the findings firing now (once per store generation and set of findings).
+        Its numbers are the newest stats interval's, what the panes show at the clock (a verdict
+        that averaged the last six lagged the panes by six intervals, both ways)."""
         key = ("diagnosis", tuple((f.key, f.severity, f.end) for f in findings))
-        return self._memo(key, lambda: diagnose(self.store, findings, clock))
+        return self._memo(key, lambda: diagnose(self.store, findings, clock, intervals=LIVE_INTERVALS))
 
     def _memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per store generation (a tick with nothing new recomputes nothing)."""
