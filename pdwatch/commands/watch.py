@@ -227,6 +227,8 @@ class Progress:
         kinds = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "none"
         print(f"pdwatch: replay finished{span}: {len(snapshot.all_findings)} finding(s) ({kinds}), "
               f"{still} still firing at the end of the logs", file=self.err, flush=True)
+        if snapshot.verdict is not None:
+            print(f"pdwatch: the run: {snapshot.verdict.text}", file=self.err, flush=True)
 
 
 class _StopFlag:
@@ -280,6 +282,10 @@ def run_headless(session: LiveSession, out: TextIO, *, refresh: float = 0.5, jso
                 progress.show(snapshot)
             if snapshot.nothing_to_judge is not None:  # junk in: said as report says it, exit 3
                 raise NothingToJudge(snapshot.nothing_to_judge)
+            if snapshot.done and not session.run_history.ready:
+                # The end is the report's view of the run (the run history): wait for it.
+                session.run_history.wait(0.2)
+                continue
             if snapshot.done:  # a replay's end: 2 when an input could not be read, as parse and report
                 if progress is not None:
                     progress.finish(snapshot)

@@ -48,6 +48,9 @@ class Store:
         self._line_memo: dict[tuple[str, int], str | None] = {}
         self._servers: set[str] = set()  # endpoints with a line only a vLLM or Dynamo server writes
         self._losses = Attribution()  # frontend lines that may say a worker died, as they are decided
+        # Sources of /metrics scrapes read from files (a replay's recorded scrapes): their rows
+        # count as structure changes, as a URL's do (``changes_structure``).
+        self.scrape_sources: frozenset[str] = frozenset()
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -268,7 +271,7 @@ class Store:
         facts, whether it has learned a stats interval yet. /metrics rows count as changes, as do
         kept events without a time. A replay evaluates the stretches of its
         clock between changes in one sweep."""
-        if "://" in event.source:
+        if "://" in event.source or event.source in self.scrape_sources:
             return True
         endpoint = self.model.known(event.source)
         if endpoint is None:

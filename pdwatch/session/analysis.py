@@ -144,11 +144,8 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     ``reading``: the read ``start_reading`` started for these paths (else it starts here)."""
     reading = reading if reading is not None else start_reading(paths, year=year, tz=tz)
     try:
-        from pdwatch.capacity import view as capacity_view
         from pdwatch.model.store import Store
-        from pdwatch.model.throughput import headline
-        from pdwatch.model.topology_file import unmatched_notices
-        from pdwatch.rules import RuleEngine, load_rules
+        from pdwatch.rules import load_rules
 
         rules = rules if rules is not None else load_rules(rule_paths)
         # Opening a server asks it for the range's series: unreachable, a bad selector or nothing
@@ -160,10 +157,24 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
         notices = reading.into(store)
     finally:
         reading.close()
-    sources = reading.sources
+    return judge(store, reading.sources, notices, rules=rules, paths=paths, model=model, proms=proms)
+
+
+def judge(store: Store, sources: SourceSet, notices: list[SourceNotice], *, rules: list[Rule],
+          paths: Iterable[str], model: ModelSpec | None = None,
+          proms: list[PrometheusSource] = ()) -> Analysis:
+    """The run read into ``store`` (its logs only), judged: recorded scrapes and Prometheus series
+    added, capacity, the headline and every evaluation of the rule clock. ``analyse`` calls it on
+    the files it read; a replay on the events it buffered, so that its end is the report's."""
+    from pdwatch.capacity import view as capacity_view
+    from pdwatch.model.throughput import headline
+    from pdwatch.model.topology_file import unmatched_notices
+    from pdwatch.rules import RuleEngine
+
+    notices = list(notices)
     store.flush()
     notices += _add_recorded_metrics(store, sources.metrics_files)
-    notices += _add_prometheus(store, proms)
+    notices += _add_prometheus(store, list(proms))
     read = list(sources.sources) + list(sources.metrics_files) + [t for p in proms for t in p.targets]
     notices += unmatched_notices(store.model.specs, read, {s: l for p in proms for s, l in p.target_labels.items()})
     notices += [SourceNotice(src, "info", f"{src}: no vLLM or Dynamo server lines (only tracebacks or access "

@@ -32,6 +32,7 @@ from pdwatch.model.partial import GENERIC_KINDS
 from pdwatch.model.store import Store
 from pdwatch.parsers import Event
 from pdwatch.rules import Finding, Rule, RuleEngine, load_rules
+from pdwatch.rules.findings import severity_rank
 from pdwatch.sources import SourceNotice, SourceSet, is_url
 
 from .clock import ReplayClock, WatchClock
@@ -39,11 +40,14 @@ from .findings_feed import FindingsFeed, firing_now
 from .ingest import Ingest
 from .replay_buffer import ReplayBuffer
 from .replay_rules import ReplayRules
+from .replay_scrapes import replay_scrapes
 from .rows import SnapshotBuilder, headline, to_datetime
-from .snapshot import EndpointDetail, Snapshot
+from .run_history import TROUBLE, RunHistory, first_trouble
+from .snapshot import EndpointDetail, PastTrouble, Snapshot
 from .times import parse_time
 
 
+HISTORY_WAIT_S = 3.0  # replay: seconds the clock waits, once, for the run history (report's grid)
 WAITING_TOLD_AFTER_S = 5.0  # watch: wall seconds of reading with nothing recognised before it is said
 
 
@@ -75,7 +79,12 @@ class LiveSession:
         self._replay = ReplayClock(speed, start, tz)
         self._buffer = ReplayBuffer()
         self._grid = ReplayRules()
+        self._history = RunHistory(self._rows_for)  # replay: the whole run, judged as report judges it
         self._told_unmatched = False
+        self._told_history: set[str] = set()
+        self._aligned = False  # replay: its grid is report's (or judged too slow to wait for)
+        self.history_wait_s = HISTORY_WAIT_S
+        self._scrape_homes: dict[str, str] = {}  # replay: recorded scrape source -> its endpoint
         self._unjudged: str | None = None  # replay: the inputs hold no vLLM or Dynamo server line
         self._said: list[SourceNotice] = []  # notices of the session's own, for the next snapshot
         self._watch_since = wall()  # watch: when it began (a while with nothing recognised is said)
@@ -204,6 +213,7 @@ class LiveSession:
         """A fresh store and rule engine, the buffer rewound (the announced findings stay
         announced: one that fires again at the same start after a rewind is not news)."""
         self.store = Store(DeploymentModel(self._specs))
+        self.store.scrape_sources = frozenset(self._scrape_homes)
         self._log_stats_endpoints.clear()
         self.engine = RuleEngine(self.rules)
         self._grid.reset()
@@ -284,10 +294,20 @@ class LiveSession:
         if not self._buffer.loaded:
             if not source_done:
                 return
+            as_read = self._buffer.events_as_read()
             self._buffer.load()
             self._unjudged = self._nothing_to_judge()
             if self._unjudged is None:  # a folder only partly recognised names its other files
                 self._said += unrecognised_notices(self.sources.local_files, self._ingest.stream.recognised)
+                self._history.start(as_read, self.sources, rules=self.rules, specs=self._specs, paths=self.paths)
+        if not self._aligned and self._history.started:
+            # The replay's rules run on report's grid, so that a finding starts where the report
+            # says: the clock waits for the run history once, a few seconds at most (a run that
+            # takes longer to judge starts on its own grid; its end is still the report's).
+            self._history.wait(self.history_wait_s)
+            self._aligned = True
+            if self._history.analysis is not None and self._replay.last_eval is None:
+                self._take_history_inputs(self._history.analysis)
         if self._buffer.start is None:  # no timestamps at all: show everything at once
             events = self._buffer.release_all()
             if events:
@@ -299,7 +319,7 @@ class LiveSession:
     def _advance(self, target: pd.Timestamp) -> None:
         """Evaluate at every grid time up to ``target`` (and at the end of the logs)."""
         replay, buffer = self._replay, self._buffer
-        times = replay.grid(target, buffer.start, buffer.end, buffer.step)
+        times = replay.grid(target, buffer.grid_start, buffer.end, buffer.step)
         deadline = None if self.tick_budget_s is None else time.monotonic() + self.tick_budget_s
         if replay.hunt is None:  # stretches of the grid in one sweep each (replay_rules)
             done = self._grid.run(self.store, self.engine, buffer, self._add_to_store, times, deadline,
@@ -334,8 +354,22 @@ class LiveSession:
     def _add_to_store(self, events: list[Event]) -> None:
         if not events:
             return
+        if self._scrape_homes:
+            self._home_scrapes(events)
         self.store.add(self._without_shadowed_scrapes(events))
         self._rows.note(events)
+
+    def _home_scrapes(self, events: list[Event]) -> None:
+        """Recorded scrapes go to the endpoint report gave them (a scrape names its server's port,
+        which report matched to the log that listens on it), and mark it as judged from them."""
+        model = self.store.model
+        for event in events:
+            home = self._scrape_homes.get(event.source)
+            if home is None:
+                continue
+            if model.known(event.source) is None and home in model.endpoints:
+                model.attach(event.source, model.endpoints[home])
+            model.endpoint_of(event.source).facts["stats_from_metrics"] = True
 
     def _without_shadowed_scrapes(self, events: list[Event]) -> list[Event]:
         """An endpoint watched through both its log and its /metrics URL is counted once: its
@@ -344,21 +378,25 @@ class LiveSession:
         (scrapes every 2 s among lines every 1 s made its "6 samples" windows 12 s wide)."""
         endpoint_of = self.store.model.endpoint_of
         for event in events:
-            if event.kind == "stats" and not is_url(event.source):
+            if event.kind == "stats" and not self._is_scrape(event.source):
                 endpoint = endpoint_of(event.source)
                 if endpoint.name not in self._log_stats_endpoints:
                     self._log_stats_endpoints.add(endpoint.name)
                     endpoint.facts.pop("stats_from_metrics", None)
-                    self.store.drop_stats_from(endpoint.name, [s for s in endpoint.sources if is_url(s)])
+                    self.store.drop_stats_from(endpoint.name, [s for s in endpoint.sources if self._is_scrape(s)])
         kept: list[Event] = []
         for event in events:
-            if event.kind == "stats" and is_url(event.source):
+            if event.kind == "stats" and self._is_scrape(event.source):
                 endpoint = endpoint_of(event.source, event.labels)
                 if endpoint.name in self._log_stats_endpoints:
                     continue
                 endpoint.facts["stats_from_metrics"] = True
             kept.append(event)
         return kept
+
+    def _is_scrape(self, source: str) -> bool:
+        """A /metrics URL, or a recorded scrape file followed by a watch (``path`` or ``path#port=N``)."""
+        return is_url(source) or (self.mode == "watch" and source.split("#port=", 1)[0] in self.sources.metrics_files)
 
     def _say_if_nothing_recognised(self) -> None:
         """Watch: files there for a while with no line recognised are said once (a wrong folder or
@@ -376,6 +414,42 @@ class LiveSession:
         read = list(self.sources.sources) + list(self.sources.metrics_files)
         return str(nothing_to_judge(read, not_servers=bool(self._ingest.stream.recognised)))
 
+    def _take_history_inputs(self, analysis: Any) -> None:
+        """Before the clock starts: report's grid, and the recorded scrapes as report used them."""
+        grid = self._history.grid()
+        if grid is not None:
+            self._buffer.align_grid(*grid)
+        scrapes = replay_scrapes(analysis)
+        known = analysis.store.model.known
+
+        def patch(event: Event) -> Event:
+            endpoint = known(event.source) if event.kind == "stats" else None
+            return event if endpoint is None else scrapes.patch(event, endpoint.name)
+
+        self._buffer.merge(scrapes.events, patch if scrapes.preemptions else None)
+        self._scrape_homes = scrapes.homes
+        self.store.scrape_sources = frozenset(scrapes.homes)
+
+    def _rows_for(self, store: Store) -> Callable[[list[Finding]], tuple]:
+        """The finding rows of another store's findings (the run history's), quoted from that store."""
+        builder = SnapshotBuilder(store)
+        builder.rule_fields = self._rows.rule_fields
+        return builder.finding_rows
+
+    @property
+    def run_history(self) -> RunHistory:
+        return self._history
+
+    def first_trouble(self) -> pd.Timestamp | None:
+        """Replay: when the run's first warning-or-worse finding starts (None: not known, or none)."""
+        first = self._history.first_trouble
+        return None if first is None else pd.Timestamp(first)
+
+    def seek_first_trouble(self) -> pd.Timestamp | None:
+        """Replay: move the clock to the run's first warning-or-worse finding (where it fires)."""
+        first = self.first_trouble()
+        return None if first is None else self.seek(first)
+
     # -- the snapshot ---------------------------------------------------------------------------
     def _shown_clock(self) -> pd.Timestamp | None:
         return self._replay.now if self.mode == "replay" else self._watch.display
@@ -385,15 +459,57 @@ class LiveSession:
         all_rows = self._rows.finding_rows(self._findings)
         firing = firing_now(all_rows)
         diagnosis = self._rows.diagnosis(firing, self._shown_clock())
+        run_rows, run_diagnosis = self._run_view(all_rows)
+        changes = self._feed.changes(all_rows, to_datetime(self._shown_clock()))
+        was = self._was(all_rows, diagnosis)
+        if self.done and run_diagnosis is not None:
+            # The end of a replay is the report: the run's findings, figures and verdict (the clock's
+            # own may differ by a step in when a finding started; what was announced stays as it was).
+            # ``findings`` is then every finding of the run, as the report lists them (its groups index it).
+            all_rows, firing, diagnosis = run_rows, tuple(run_diagnosis.findings), run_diagnosis
+        if self._history.error and self._history.error not in self._told_history:
+            self._told_history.add(self._history.error)
+            notices = notices + [SourceNotice("", "error", self._history.error)]
         return Snapshot(
             mode=self.mode, clock=to_datetime(self._shown_clock()),
             speed=self.speed if self.mode == "replay" else None, paused=self.paused,
-            loading=self.mode == "replay" and not self._buffer.loaded, done=self.done,
+            loading=self._loading, done=self.done,
             headline=headline(rows), endpoints=rows, findings=firing, all_findings=all_rows,
-            changes=self._feed.changes(all_rows, to_datetime(self._shown_clock())),
+            changes=changes,
             notices=tuple(n.message for n in notices if n.kind != "opened"),
             start=to_datetime(self._buffer.start), end=to_datetime(self._buffer.end),
-            seeking_to=to_datetime(self._replay.seek_to), diagnosis=diagnosis, nothing_to_judge=self._unjudged)
+            seeking_to=to_datetime(self._replay.seek_to), diagnosis=diagnosis, nothing_to_judge=self._unjudged,
+            run_findings=run_rows, run_diagnosis=run_diagnosis, first_trouble=first_trouble(run_rows),
+            was=None if self.done and run_diagnosis is not None else was)
+
+    def _was(self, rows: tuple, now: Any) -> PastTrouble | None:
+        """What the run had, when the findings firing now are less severe than one that cleared."""
+        current = now.verdict.severity if now is not None and now.verdict is not None else None
+        cleared = tuple(f for f in rows if f.end is not None and severity_rank(f.severity) <= severity_rank(TROUBLE)
+                        and severity_rank(f.severity) < severity_rank(current))
+        if not cleared:
+            return None
+        past = self._rows.diagnosis(cleared, self._shown_clock())
+        if past.verdict is None or past.verdict.severity is None:
+            return None
+        deciding = [f for f in cleared if f.rule == past.verdict.rule] or list(cleared)
+        return PastTrouble(past.verdict, min(f.start for f in deciding), max(f.end for f in deciding))
+
+    @property
+    def _loading(self) -> bool:
+        """Replay: the files are being read."""
+        return self.mode == "replay" and not self._buffer.loaded
+
+    def _run_view(self, all_rows: tuple) -> tuple[tuple, Any]:
+        """The run's findings and their diagnosis: a replay's from its run history (the report's,
+        ahead of the clock too), once computed; a watch's, every firing period so far."""
+        if self.mode == "replay":
+            if not self._history.ready:
+                return (), None
+            return self._history.findings, self._history.diagnosis
+        if not all_rows:
+            return (), None
+        return all_rows, self._rows.diagnosis(all_rows, self._shown_clock())
 
     def endpoint_detail(self, name: str, max_lines: int = 40) -> EndpointDetail | None:
         """The endpoint's series over the run so far, its start-up facts and its newest lines
@@ -410,3 +526,4 @@ class LiveSession:
         result = run_headline(endpoints, {e.name: self.store.stats(e.name) for e in endpoints})
         return Analysis(self.paths, self.store, result, self.engine.findings(), self.rules, [],
                         self.sources.metrics_files, self.store.time_range())
+

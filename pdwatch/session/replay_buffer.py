@@ -9,6 +9,7 @@ events up to a time, once each; ``rewind`` starts handing them out again (a back
 from __future__ import annotations
 
 import bisect
+from typing import Callable
 from datetime import datetime, timedelta, timezone
 from statistics import median
 
@@ -32,9 +33,15 @@ class ReplayBuffer:
         self.start: pd.Timestamp | None = None  # the logs' first and last timestamps
         self.end: pd.Timestamp | None = None
         self.step = pd.Timedelta(seconds=DEFAULT_INTERVAL_S)  # the rules' evaluation grid
+        self.grid_start: pd.Timestamp | None = None  # where the grid is anchored (default: start)
 
     def extend(self, events: list[Event]) -> None:
         self._events.extend(events)
+
+    def events_as_read(self) -> list[Event]:
+        """Before ``load``: the events in the order the sources gave them (``report``'s order)."""
+        assert not self.loaded
+        return list(self._events)
 
     def load(self) -> None:
         """All sources read: order the events by time, find the time range and the grid."""
@@ -55,7 +62,29 @@ class ReplayBuffer:
             self.start = pd.Timestamp(stamped[0], unit="us", tz="UTC")
             self.end = pd.Timestamp(stamped[-1], unit="us", tz="UTC")
             self.step = self._grid_step()
+            self.grid_start = self.start
         self.loaded = True
+
+    def merge(self, events: list[Event], patch: Callable[[Event], Event] | None = None) -> None:
+        """Before anything is released: ``events`` (timestamped: recorded scrapes) go in at their
+        times, and every buffered event is passed through ``patch``."""
+        assert self.loaded and self._released == 0
+        if patch is not None:
+            self._events = [patch(e) for e in self._events]
+        extra = sorted((((e.ts - _EPOCH) // _US, e) for e in events if e.ts is not None), key=lambda p: p[0])
+        if not extra:
+            return
+        keys, merged = list(self._keys), list(self._events)
+        for key, event in extra:
+            at = bisect.bisect_right(keys, key)
+            keys.insert(at, key)
+            merged.insert(at, event)
+        self._keys, self._events = keys, merged
+
+    def align_grid(self, start: pd.Timestamp, step: pd.Timedelta) -> None:
+        """Evaluate on another grid (``report``'s, once the run history knows it), so that the
+        replay's findings start and end where the report's do."""
+        self.grid_start, self.step = start, step
 
     def has_kind_but(self, kinds: frozenset[str]) -> bool:
         """Whether any event read is of a kind other than ``kinds``."""

@@ -197,6 +197,13 @@ class EndpointDetail:
 
 
 @dataclass(frozen=True)
+class PastTrouble:
+    verdict: Verdict
+    start: datetime  # the deciding findings' first start and last end
+    end: datetime
+
+
+@dataclass(frozen=True)
 class Snapshot:
     mode: str  # "watch" or "replay"
     clock: datetime | None
@@ -206,7 +213,7 @@ class Snapshot:
     done: bool  # replay: the clock reached the end of the logs (watch: never)
     headline: Headline
     endpoints: tuple[EndpointRow, ...]
-    findings: tuple[FindingRow, ...]  # firing now, most severe first
+    findings: tuple[FindingRow, ...]  # firing now, most severe first (at the end of a replay: every finding of the run)
     all_findings: tuple[FindingRow, ...]  # every firing period so far, in start order
     changes: tuple[Change, ...]  # fired / resolved since the previous tick
     notices: tuple[str, ...]  # source notices since the previous tick
@@ -225,6 +232,9 @@ class Snapshot:
     # a replay's end shows it, as the report does)
     run_diagnosis: Diagnosis | None = None
     first_trouble: datetime | None = None  # the start of the run's first warning-or-worse finding
+    # Nothing as bad firing now, but a warning-or-worse finding fired and cleared before the clock:
+    # what it was (the verdict of the findings that cleared, with their episode's numbers)
+    was: PastTrouble | None = None
 
     @property
     def verdict(self) -> Verdict | None:
