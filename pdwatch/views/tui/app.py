@@ -85,6 +85,8 @@ class PdwatchApp(App):
         Binding("n", "next_finding", "next"),
         Binding("p", "previous_finding", "prev"),
         Binding("g", "seek", "go to"),
+        Binding("f", "first_trouble", "first trouble", show=False),
+        Binding("h", "toggle_resolved", "hide cleared", show=False),
         Binding("e", "export", "export", show=False),
     ]
 
@@ -112,8 +114,10 @@ class PdwatchApp(App):
         self._touched = False  # a key or a click: the focus is the user's, not kept on the worst endpoint
         self._auto_focused: EndpointPane | None = None  # the pane the dashboard itself gave the focus last
         self.failure: BaseException | None = None  # what failed inside the app and ended it
+        self.show_resolved = True  # the findings that cleared stay in the table (h hides them)
+        self._offered_first_trouble = False  # replay: the first trouble's time was said once
 
-    REPLAY_ONLY = {"pause", "step", "faster", "slower", "seek"}
+    REPLAY_ONLY = {"pause", "step", "faster", "slower", "seek", "first_trouble"}
 
     def check_action(self, action: str, parameters) -> bool | None:
         """Watch mode has no clock to move: its footer does not offer the replay keys."""
@@ -315,7 +319,10 @@ class PdwatchApp(App):
         for key, _ in GROUPS:
             main.query_one(f"#title-{key}").display = any(group_of(p.role) == key for p in self._panes.values())
         main.query_one(EndpointsTable).show(rows, snap.findings)
-        main.query_one(FindingsTable).show(snap.findings, snap.groups)
+        listed = {f.key for f in snap.findings}  # (the end of a replay lists the run's, cleared ones too)
+        resolved = tuple(f for f in snap.all_findings if f.end is not None and f.key not in listed) \
+            if self.show_resolved else ()
+        main.query_one(FindingsTable).show(snap.findings, snap.groups, resolved)
         self._apply_view(snap)
         self._touched = self._touched or self._user_moved_focus()
         if not self._touched and self._shown_view == "panes" and paned and paned[0].name in self._panes \
@@ -326,6 +333,12 @@ class PdwatchApp(App):
             main.query_one(EndpointsTable).focus()  # a hidden pane lost it (the table replaced the panes)
         if snap.notices:
             self.set_status(snap.notices[-1])
+        if snap.mode == "replay" and not self._offered_first_trouble and snap.first_trouble is not None \
+                and snap.clock is not None and snap.clock < snap.first_trouble:
+            self._offered_first_trouble = True  # the replay opens at the start; the trouble is a key away
+            first = min((f for f in snap.run_findings if f.start == snap.first_trouble), key=lambda f: severity_rank(f.severity))
+            self.set_status(f"the run's first trouble: {first.severity} {first.rule} on "
+                            f"{first.endpoint or 'the deployment'} at {clock_text(first.start)}; f jumps there")
 
     def _order_panes(self, rows, severity: dict[str, str]) -> None:
         """Worst first: the role groups by their worst finding, and the panes within each group."""
@@ -500,6 +513,27 @@ class PdwatchApp(App):
             table.move_cursor(row=r)
             if table.selected() is not None and table.selected().start == start:
                 return
+
+    def action_first_trouble(self) -> None:
+        """f: to the run's first warning-or-worse finding, paused there, its row selected."""
+        if not self._replay_only("first trouble"):
+            return
+        first = self.session.first_trouble()
+        if first is None:
+            history = self.session.run_history
+            self.set_status("the run is still being judged…" if history.started and not history.ready
+                            else "the run had no warning or critical finding")
+            return
+        self.session.paused = True
+        self._go_to(first, f"the run's first trouble, at {clock_text(first.to_pydatetime())} (paused)")
+        self._select_finding(first.to_pydatetime())
+
+    def action_toggle_resolved(self) -> None:
+        """h: hide or show the findings that cleared (the run's history)."""
+        self.show_resolved = not self.show_resolved
+        self.set_status("findings that cleared: " + ("shown, greyed" if self.show_resolved else "hidden (h shows them)"))
+        if self.snapshot is not None:
+            self.render_snapshot(self.snapshot)
 
     def action_seek(self) -> None:
         if self._replay_only("go to a time"):

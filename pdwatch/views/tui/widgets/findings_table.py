@@ -1,6 +1,8 @@
 """The findings table: one row per group of identical findings across endpoints
-("prefill_bound on prefill_w0–w3 (4)"), which ``x`` expands into a row per endpoint.
-Cells are Text, never markup; ``findings`` keeps every finding firing, most severe first."""
+("prefill_bound on prefill_w0–w3 (4)"), which ``x`` expands into a row per endpoint, then the
+findings that fired and cleared before the clock, greyed, with how long they lasted (the run's
+history stays on screen; the app's ``h`` hides them). Cells are Text, never markup; ``findings``
+keeps every finding firing, most severe first, ``resolved`` those that cleared, newest first."""
 
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ from textual.widgets import DataTable
 from pdwatch.session.snapshot import FindingRow
 from pdwatch.rules.verdict import FindingGroup
 
+from pdwatch.units import fmt_age
+
 from .format import severity, time_text
+
+RESOLVED = -1  # the group index of a resolved finding's row (its member index is into ``resolved``)
 
 
 class FindingsTable(DataTable):
@@ -23,6 +29,7 @@ class FindingsTable(DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.findings: list[FindingRow] = []
+        self.resolved: list[FindingRow] = []
         self.groups: list[FindingGroup] = []
         self.items: list[tuple[int, int | None]] = []  # (group index, member index or None for the group row)
         self.expanded: set[tuple[str, str]] = set()
@@ -32,15 +39,19 @@ class FindingsTable(DataTable):
         for label in ("severity", "rule", "endpoint", "since", "summary"):
             self.add_column(label, width=len(label))
 
-    def show(self, findings: tuple[FindingRow, ...], groups: tuple[FindingGroup, ...]) -> None:
-        """``groups``: the diagnosis' groups of ``findings`` (their members index it)."""
-        state = (tuple((f.key, f.summary) for f in findings), tuple(sorted(self.expanded)))
+    def show(self, findings: tuple[FindingRow, ...], groups: tuple[FindingGroup, ...],
+             resolved: tuple[FindingRow, ...] = ()) -> None:
+        """``groups``: the diagnosis' groups of ``findings`` (their members index it); ``resolved``:
+        the findings that cleared, shown greyed after them."""
+        state = (tuple((f.key, f.summary) for f in findings), tuple(sorted(self.expanded)),
+                 tuple(f.key for f in resolved))
         if state == self._shown:
             return
         self._shown = state
         selected = self.selected()
         selected_row = self.items[self.cursor_row] if self.items and 0 <= self.cursor_row < len(self.items) else None
         self.findings, self.groups = list(findings), list(groups)
+        self.resolved = sorted(resolved, key=lambda f: f.end or f.start, reverse=True)
         self.items = []
         rows: list[list[Text]] = []
         for gi, g in enumerate(self.groups):
@@ -66,6 +77,9 @@ class FindingsTable(DataTable):
                     endpoint = "  └ " + (f.endpoint or "(deployment)")
                     rows.append([Text(""), Text(""), Text(endpoint), Text(time_text(f.start)),
                                  Text(f.summary, overflow="ellipsis", no_wrap=True)])
+        for i, f in enumerate(self.resolved):
+            self.items.append((RESOLVED, i))
+            rows.append(_resolved_row(f))
         # explicit widths from what is shown now (auto widths grew with the widest text of the run)
         labels = ("severity", "rule", "endpoint", "since", "summary")
         widths = [max([len(label)] + [r[i].cell_len for r in rows]) for i, label in enumerate(labels)]
@@ -77,7 +91,7 @@ class FindingsTable(DataTable):
         target = None
         if selected_row is not None and selected is not None:
             for r, (gi, mi) in enumerate(self.items):
-                f = self.findings[mi] if mi is not None else self.findings[self.groups[gi].members[0]]
+                f = self._finding_of(gi, mi)
                 if f.key == selected.key and (mi is None) == (selected_row[1] is None):
                     target = r
                     break
@@ -88,27 +102,47 @@ class FindingsTable(DataTable):
         """The finding of the cursor's row (a group row: its first member)."""
         if not self.items or self.cursor_row is None or not 0 <= self.cursor_row < len(self.items):
             return None
-        gi, mi = self.items[self.cursor_row]
+        return self._finding_of(*self.items[self.cursor_row])
+
+    def _finding_of(self, gi: int, mi: int | None) -> FindingRow:
+        if gi == RESOLVED:
+            assert mi is not None
+            return self.resolved[mi]
         return self.findings[mi if mi is not None else self.groups[gi].members[0]]
 
     def selected_group(self) -> FindingGroup | None:
         if not self.items or self.cursor_row is None or not 0 <= self.cursor_row < len(self.items):
             return None
         gi, mi = self.items[self.cursor_row]
-        return self.groups[gi] if mi is None else None
+        return self.groups[gi] if mi is None and gi != RESOLVED else None
 
     def action_toggle_group(self) -> None:
         """x: expand a group into a row per endpoint, or fold it back."""
         if not self.items or not 0 <= self.cursor_row < len(self.items):
             return
         gi, _ = self.items[self.cursor_row]
+        if gi == RESOLVED:
+            return
         g = self.groups[gi]
         if len(g.members) < 2:
             return
         key = (g.rule, g.severity)
         self.expanded.symmetric_difference_update({key})
-        self.show(tuple(self.findings), tuple(self.groups))
+        self.show(tuple(self.findings), tuple(self.groups), tuple(self.resolved))
         for r, (gj, mi) in enumerate(self.items):
             if gj == gi and mi is None:
                 self.move_cursor(row=r)
                 break
+
+
+def _resolved_row(f: FindingRow) -> list[Text]:
+    """A finding that cleared: greyed, its severity in words, how long it lasted before the summary."""
+    grey = "dim"
+    endpoint = f.endpoint or "(deployment)"
+    lasted = fmt_age((f.end - f.start).total_seconds()) if f.end is not None else "?"
+    summary = Text(f"cleared after {lasted} · ", style=grey)
+    summary.append(f.summary)
+    summary.stylize(grey)
+    summary.overflow, summary.no_wrap = "ellipsis", True
+    return [Text(f" {f.severity} ", style=grey), Text(f.rule, style=grey), Text(endpoint, style=grey),
+            Text(time_text(f.start), style=grey), summary]

@@ -19,7 +19,7 @@ from textual.widgets import Static
 from pdwatch.rules.findings import SEVERITIES
 from pdwatch.session.snapshot import Snapshot
 
-from .format import ROLE_STYLE, SEVERITY_STYLE, clock_text, rate
+from .format import ROLE_STYLE, SEVERITY_STYLE, clock_text, rate, time_text
 
 VERDICT_STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "bold blue"}
 
@@ -88,6 +88,11 @@ def render_header(snap: Snapshot, width: int = 78, tag: str | None = None) -> Te
         style = VERDICT_STYLE.get(v.severity or "", "bold green")
         verdict.append("● ", style=style)
         verdict.append(v.title, style=style)
+        if snap.was is not None:  # the worst has cleared: what the run had stays on screen (before the detail)
+            was = snap.was
+            verdict.append(" · was: ", style="dim")
+            verdict.append(was.verdict.title, style=VERDICT_STYLE.get(was.verdict.severity or "", "bold"))
+            verdict.append(f" {time_text(was.start)}–{time_text(was.end)}", style="dim")
         if v.detail:
             verdict.append(" — ")
             verdict.append(v.detail)

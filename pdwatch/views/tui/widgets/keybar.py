@@ -11,10 +11,10 @@ from textual.widgets import Static
 PANEL_KEYS = {
     "endpoints": [("⏎", "detail"), ("d", "detail"), ("t", "panes")],
     "panes": [("⏎", "detail"), ("d", "detail"), ("t", "table")],
-    "findings": [("⏎", "open"), ("x", "expand"), ("d", "endpoint")],
+    "findings": [("⏎", "open"), ("x", "expand"), ("h", "hide cleared"), ("d", "endpoint")],
 }
 COMMON = [("tab", "next panel"), ("n/p", "finding")]
-REPLAY = [("space", "pause"), ("s", "step"), ("+/-", "speed"), ("g", "go to")]
+REPLAY = [("f", "first trouble"), ("space", "pause"), ("s", "step"), ("+/-", "speed"), ("g", "go to")]
 LAST = [("e", "export"), ("?", "help"), ("q", "quit")]
 
 
