@@ -62,6 +62,23 @@ def _join_negative_offsets(argv: list[str]) -> list[str]:
     return out
 
 
+FIRST_STEPS = """\
+pdwatch finds the bottleneck of a vLLM / NVIDIA Dynamo deployment (prefill/decode or aggregated)
+from its logs and /metrics. Three uses:
+
+  pdwatch watch JOB_DIR          a running job, live: the dashboard (also FILES, globs, ssh://host/dir, URLs)
+  pdwatch replay JOB_DIR         finished logs played back on their own clock, in the same dashboard
+  pdwatch report JOB_DIR         the diagnosis as a report (-o report.html, --format md|html|json)
+
+First steps, in a clone of the repository (its samples/ folder):
+  pdwatch report samples/kv-exhausted
+  pdwatch replay samples/prefill-bound
+  pdwatch demo --dir demo-job --logs-only &  pdwatch watch demo-job
+
+Every command and option: pdwatch --help, pdwatch COMMAND --help
+"""
+
+
 def overview_parser() -> argparse.ArgumentParser:
     """The top-level parser for ``--help`` and ``--version``: the commands by name and summary, none
     imported (they pull in pandas, numpy, Textual: a second of start-up for a line of help)."""
@@ -97,6 +114,9 @@ def _ctrl_c_held() -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_offsets(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)  # top-level options take no value
+    if not argv:
+        print(FIRST_STEPS, end="")
+        return 0
     try:
         with _ctrl_c_held():
             if chosen not in COMMANDS:  # --help, --version, nothing or a typo: no command module is needed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 import tempfile
 import threading
@@ -42,6 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                              interval=2.0)
     parser.add_argument("--events", action="store_true",
                         help="print the events as they arrive instead of opening the dashboard")
+    parser.add_argument("--dir", metavar="DIR",
+                        help="write the simulated logs into DIR (a new or empty folder; never one with files in it) "
+                             "instead of a new temporary folder")
+    parser.add_argument("--logs-only", action="store_true",
+                        help="only write the logs, in real time, until the simulation ends (or Ctrl-C): for "
+                             "`pdwatch watch DIR` in another terminal, or `pdwatch demo --dir DIR --logs-only & "
+                             "pdwatch watch DIR`")
     parser.set_defaults(run=run, scenario=None, spec_tokens=None, metrics_interval=0.0)
 
 
@@ -52,13 +60,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, stops: StopSignals) -> int:
     cfg, opts = build_config(args)
-    folder = tempfile.mkdtemp(prefix="pdwatch-demo-")
+    folder = _folder(args.dir)
     err = sys.stderr
     print(f"pdwatch demo: a SIMULATION (no cluster): {cfg.topology} at cc {cfg.cc}, ISL/OSL {cfg.isl}/{cfg.osl}, "
           f"{cfg.duration:g} s of load, stats every {opts.interval:g} s", file=err)
     print(f"pdwatch demo: writing the simulated logs in real time into {folder} (Ctrl-C to stop; the folder is kept)",
           file=err, flush=True)
 
+    if args.logs_only:
+        return _logs_only(cfg, opts, folder)
     if not args.events and sys.stdout.isatty():
         return _dashboard(cfg, opts, folder, stops)
 
@@ -102,6 +112,36 @@ def _run(args: argparse.Namespace, stops: StopSignals) -> int:
         raise exc
     print(f"pdwatch demo: stopped; {_afterwards(folder)}", file=err, flush=True)
     return status
+
+
+def _folder(wanted: str | None) -> str:
+    """Where the logs go: a new temporary folder, or ``wanted`` if it is new or empty (a demo never
+    writes among someone's files)."""
+    if wanted is None:
+        return tempfile.mkdtemp(prefix="pdwatch-demo-")
+    if os.path.exists(wanted) and not os.path.isdir(wanted):
+        raise UsageError(f"--dir {wanted}: not a folder")
+    try:
+        os.makedirs(wanted, exist_ok=True)
+        if os.listdir(wanted):
+            raise UsageError(f"--dir {wanted}: the folder is not empty; the demo writes only into a new or "
+                             "empty folder")
+    except OSError as exc:
+        raise UsageError(f"--dir {wanted}: {exc.strerror or exc}") from None
+    return wanted
+
+
+def _logs_only(cfg, opts, folder: str) -> int:
+    """The simulation writes its logs in real time; nothing else (a watch elsewhere follows them)."""
+    try:
+        run_simulation(cfg, folder, opts, realtime=True)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or a stop signal (StopSignals)
+        print(f"pdwatch demo: stopped; {_afterwards(folder)}", file=sys.stderr, flush=True)
+        return exit_status(interrupt)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"pdwatch demo: the simulation ended; {_afterwards(folder)}", file=sys.stderr, flush=True)
+    return 0
 
 
 def _afterwards(folder: str) -> str:
