@@ -13,7 +13,7 @@ PANEL_KEYS = {
     "panes": [("⏎", "detail"), ("d", "detail"), ("t", "table")],
     "findings": [("⏎", "open"), ("x", "expand"), ("d", "endpoint")],
 }
-COMMON = [("tab", "next panel"), ("n/p", "finding")]
+COMMON = [("tab", "next panel"), ("n/p", "finding"), ("l", "logs")]
 REPLAY = [("space", "pause"), ("s", "step"), ("+/-", "speed"), ("g", "go to")]
 LAST = [("e", "export"), ("?", "help"), ("q", "quit")]
 
