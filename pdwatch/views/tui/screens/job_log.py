@@ -3,7 +3,7 @@
 Each line has a short prefix: its endpoint (the part the endpoints' names do not share) and its
 level, coloured by level. ``e`` shows one endpoint at a time (cycling back to all), ``v`` raises
 the minimum level (ALL, INFO, WARNING, ERROR), ``/`` ``n`` ``N`` search the lines shown, ``[`` and
-``]`` read earlier or later, Home and End go to the job's start and end. The lines are read
+``]`` read earlier or later, ``g`` and ``G`` go to the job's start and end. The lines are read
 around a position by ``pdwatch.events.job_log`` in a worker thread (a few hundred per file,
 whatever the logs' size); the text is shown through ``log_text``: no markup, no control character.
 """
@@ -57,8 +57,9 @@ class JobLogScreen(Screen):
         Binding("N", "previous_match", "prev", key_display="N"),
         Binding("left_square_bracket", "earlier", "earlier", key_display="["),
         Binding("right_square_bracket", "later", "later", key_display="]"),
-        Binding("home", "job_start", "start", show=False),
-        Binding("end", "job_end", "end", show=False),
+        # as in less: g the start, G the end (Home and End scroll the lines read)
+        Binding("g", "job_start", "start", show=False),
+        Binding("G", "job_end", "end", show=False, key_display="G"),
     ]
     DEFAULT_CSS = """
     JobLogScreen #job-title { height: 1; background: $boost; padding: 0 1; }
@@ -83,8 +84,8 @@ class JobLogScreen(Screen):
         self.matches: list[int] = []  # indices into window.lines
         self.current = -1
         names = [f.endpoint or f.path.rsplit("/", 1)[-1] for f in job.files]
-        self._short = short_names(list(dict.fromkeys(names)))
-        self._style = {name: ENDPOINT_STYLES[i % len(ENDPOINT_STYLES)] for i, name in enumerate(self._short)}
+        self._short_names = short_names(list(dict.fromkeys(names)))
+        self._endpoint_styles = {name: ENDPOINT_STYLES[i % len(ENDPOINT_STYLES)] for i, name in enumerate(self._short_names)}
 
     def compose(self) -> ComposeResult:
         yield Static(Text("job log  reading…"), id="job-title")
@@ -124,7 +125,7 @@ class JobLogScreen(Screen):
     def _show_title(self) -> None:
         window = self.window
         title = Text("job log", style="bold")
-        title.append(f"  {self._short.get(self.endpoint, self.endpoint) if self.endpoint else 'all endpoints'}")
+        title.append(f"  {self._short_names.get(self.endpoint, self.endpoint) if self.endpoint else 'all endpoints'}")
         title.append(f", {self.min_level or 'ALL'} and above" if self.min_level else ", every level")
         if window is not None:
             if window.problems:
@@ -139,21 +140,21 @@ class JobLogScreen(Screen):
         self.query_one("#job-title", Static).update(title)
 
     # -- drawing ----------------------------------------------------------------------------------
-    def _name(self, line: JobLine) -> str:
+    def _label_of(self, line: JobLine) -> str:
         return line.endpoint or line.source.rsplit("/", 1)[-1]
 
     def prefix_width(self) -> int:
-        longest = max((len(s) for s in self._short.values()), default=1)
+        longest = max((len(s) for s in self._short_names.values()), default=1)
         return min(longest, 12 if self.app.size.width < 120 else 24)
 
     def line_text(self, line: JobLine, width: int, marked: bool = False) -> Text:
         """One line: endpoint and level (coloured), then the log text as text."""
-        name = self._name(line)
-        short = self._short.get(name, name)
+        name = self._label_of(line)
+        short = self._short_names.get(name, name)
         if len(short) > width:
             short = "…" + short[-(width - 1):]
         out = Text(no_wrap=True)
-        out.append(f"{short:<{width}} ", style="bold reverse" if marked else self._style.get(name, ""))
+        out.append(f"{short:<{width}} ", style="bold reverse" if marked else self._endpoint_styles.get(name, ""))
         level = line.level
         out.append(f"{LEVEL_SHORT.get(level, ''):<4} ", style=LEVEL_STYLE.get(level, "dim"))
         body = log_text(line.text, style=BODY_STYLE.get(line.record_level or "", "") + (" bold" if marked else ""))
@@ -281,7 +282,7 @@ class JobLogScreen(Screen):
     def _announce(self) -> None:
         line = self.window.lines[self.matches[self.current]]
         self._say(f"“{self.query_text}”: match {self.current + 1} of {len(self.matches)}, "
-                  f"{self._short.get(self._name(line), self._name(line))} line {line.line_no:,} (n next, N previous)")
+                  f"{self._short_names.get(self._label_of(line), self._label_of(line))} line {line.line_no:,} (n next, N previous)")
 
     def _step(self, delta: int) -> None:
         if not self.matches:
