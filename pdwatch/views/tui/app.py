@@ -88,7 +88,7 @@ class PdwatchApp(App):
         Binding("n", "next_finding", "next"),
         Binding("p", "previous_finding", "prev"),
         Binding("g", "seek", "go to"),
-        Binding("l", "job_log", "logs"),
+        Binding("l", "job_log", "logs", show=False),  # the key bar and ? list it
         Binding("e", "export", "export", show=False),
     ]
 
