@@ -437,6 +437,8 @@ class PdwatchApp(App):
 
     def action_job_log(self) -> None:
         """l: the job's logs interleaved by time, at the clock (a replay's) or at their end (watch)."""
+        if isinstance(self.screen, JobLogScreen):
+            return
         if not self._local_logs():
             self.set_status("no local log to show (a log over ssh opens from a finding's evidence)")
             return

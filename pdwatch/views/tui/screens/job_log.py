@@ -85,7 +85,8 @@ class JobLogScreen(Screen):
         self.current = -1
         names = [f.endpoint or f.path.rsplit("/", 1)[-1] for f in job.files]
         self._short_names = short_names(list(dict.fromkeys(names)))
-        self._endpoint_styles = {name: ENDPOINT_STYLES[i % len(ENDPOINT_STYLES)] for i, name in enumerate(self._short_names)}
+        self._endpoint_styles = {name: ENDPOINT_STYLES[i % len(ENDPOINT_STYLES)]
+                                 for i, name in enumerate(self._short_names)}
 
     def compose(self) -> ComposeResult:
         yield Static(Text("job log  reading…"), id="job-title")
@@ -281,8 +282,9 @@ class JobLogScreen(Screen):
 
     def _announce(self) -> None:
         line = self.window.lines[self.matches[self.current]]
+        name = self._label_of(line)
         self._say(f"“{self.query_text}”: match {self.current + 1} of {len(self.matches)}, "
-                  f"{self._short_names.get(self._label_of(line), self._label_of(line))} line {line.line_no:,} (n next, N previous)")
+                  f"{self._short_names.get(name, name)} line {line.line_no:,} (n next, N previous)")
 
     def _step(self, delta: int) -> None:
         if not self.matches:
