@@ -13,7 +13,9 @@ from pdwatch.session.live import LiveSession
 from pdwatch.views.tui.app import PdwatchApp
 from pdwatch.views.tui.screens.finding_detail import EvidenceLine, FindingDetail
 from pdwatch.views.tui.screens.job_log import JobLogScreen
+from pdwatch.views.tui.screens.help import help_text
 from pdwatch.views.tui.widgets.findings_table import FindingsTable
+from pdwatch.views.tui.widgets.keybar import KeyBar
 from tests.conftest import REPO
 from tests.tui.pilot_helpers import plain, wait_for
 
@@ -31,6 +33,7 @@ def _done(app) -> bool:
 
 async def _open_job_log(app, pilot) -> JobLogScreen:
     assert await wait_for(pilot, lambda: _done(app), timeout=60)
+    assert " l logs" in plain(app.query_one(KeyBar))  # the key is offered at 80 columns too
     await pilot.press("l")
     assert await wait_for(pilot, lambda: isinstance(app.screen, JobLogScreen))
     view = app.screen
@@ -145,3 +148,9 @@ def test_enter_on_evidence_opens_the_job_log_at_that_line(size):
             await pilot.press("escape")
             assert await wait_for(pilot, lambda: isinstance(app.screen, FindingDetail))
     asyncio.run(go())
+
+
+def test_help_lists_the_job_log_keys():
+    text = help_text().plain
+    assert "l  the job's logs interleaved by time" in text
+    assert "e / v  in the job's logs: one endpoint at a time / minimum level" in text
