@@ -61,6 +61,7 @@ class LiveSession:
         if mode not in ("watch", "replay"):
             raise ValueError(f"mode {mode!r}: expected watch or replay")
         self.mode = mode
+        self.year, self.tz = year, tz  # the job log view reads the logs' times as the scanners do
         self.paths = list(paths)
         self.sources = sources or SourceSet(self.paths, follow=(mode == "watch"), poll_interval=poll_interval)
         self._ingest = Ingest(self.sources, EventStream(self.sources, year=year, tz=tz), follow=(mode == "watch"))

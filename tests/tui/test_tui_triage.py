@@ -1,6 +1,6 @@
 """The dashboard leads with what is wrong (issue 17): the footer's keys per focused panel, the
-t toggle, grouped findings that expand, the log viewer opened from evidence (a local file and a
-file over ssh through the stand-in ssh), the help at 80x24, the 60x16 degradation."""
+t toggle, grouped findings that expand, the log opened from evidence (a local file in the job log
+view, a file over ssh in the single-file viewer through the stand-in ssh), the help at 80x24, the 60x16 degradation."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pdwatch.sources.window import read_window
 from pdwatch.views.tui.app import PdwatchApp
 from pdwatch.views.tui.screens.finding_detail import EvidenceLine, FindingDetail
 from pdwatch.views.tui.screens.help import HelpScreen
+from pdwatch.views.tui.screens.job_log import JobLogScreen
 from pdwatch.views.tui.screens.log_viewer import LogViewerScreen
 from pdwatch.views.tui.widgets.endpoint_pane import EndpointPane
 from pdwatch.views.tui.widgets.endpoints_table import EndpointsTable
@@ -186,6 +187,7 @@ def _hostile_copy(tmp: Path) -> Path:
 
 
 def test_enter_on_evidence_opens_the_log_at_its_line_searchable(tmp_path):
+    """A local log opens in the job log view (the job's files interleaved), at the evidence line."""
     folder = _hostile_copy(tmp_path)
 
     async def go():
@@ -201,25 +203,25 @@ def test_enter_on_evidence_opens_the_log_at_its_line_searchable(tmp_path):
             assert "[bold]x[/]" in plain(first)  # the log text as text, marked values in bold
             evidence = first.evidence
             await pilot.press("enter")
-            assert await wait_for(pilot, lambda: isinstance(app.screen, LogViewerScreen))
+            assert await wait_for(pilot, lambda: isinstance(app.screen, JobLogScreen))
             viewer = app.screen
-            assert await wait_for(pilot, lambda: viewer.window is not None)
-            assert viewer.window.first <= evidence.line_no <= viewer.window.last
-            lines = plain(viewer.query_one("#log-lines")).splitlines()
-            target = lines[evidence.line_no - viewer.window.first]
-            assert target.split()[0] == str(evidence.line_no) and "Avg prompt throughput" in target
+            assert await wait_for(pilot, lambda: viewer.window is not None and viewer.window.lines)
+            anchor = viewer.window.lines[viewer.window.anchor]
+            assert (anchor.source, anchor.line_no) == (evidence.source, evidence.line_no)
+            target = plain(viewer.query_one("#job-lines")).splitlines()[viewer.window.anchor]
+            assert "Avg prompt throughput" in target
             assert "[bold]x[/] [@click=app.quit]q[/]" in target and "\x1b" not in target and "\x07" not in target
             await pilot.press("slash", *"ENGINE", "enter")  # case-insensitive
-            assert await wait_for(pilot, lambda: " of " in plain(viewer.query_one("#log-status")))
-            status = plain(viewer.query_one("#log-status"))
+            assert await wait_for(pilot, lambda: " of " in plain(viewer.query_one("#job-status")))
+            status = plain(viewer.query_one("#job-status"))
             assert status.startswith("“ENGINE”: match ") and len(viewer.matches) > 10, status
-            assert "Engine" in viewer.window.lines[viewer.matches[viewer.current]]
+            assert "Engine" in viewer.window.lines[viewer.matches[viewer.current]].text
             first_match = viewer.current
             await pilot.press("n")
             assert viewer.current == (first_match + 1) % len(viewer.matches)
-            await pilot.click("#log-body", offset=(30, 5))  # clicking the text runs nothing
+            await pilot.click("#job-body", offset=(30, 5))  # clicking the text runs nothing
             await pilot.pause(0.2)
-            assert app.is_running and isinstance(app.screen, LogViewerScreen)
+            assert app.is_running and isinstance(app.screen, JobLogScreen)
             await pilot.press("escape")
             assert await wait_for(pilot, lambda: isinstance(app.screen, FindingDetail))
     asyncio.run(go())

@@ -11,6 +11,7 @@ and the rule engine have one owner.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import traceback
@@ -22,6 +23,7 @@ from textual.css.query import NoMatches
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from pdwatch.events.job_log import JobLog
 from pdwatch.rules.findings import severity_rank
 from pdwatch.session.live import LiveSession
 from pdwatch.session.snapshot import EndpointRow, Snapshot
@@ -30,6 +32,7 @@ from .messages import IngestFailed, LinesArrived, SourcesRead
 from .screens.endpoint_detail import EndpointDetailScreen
 from .screens.finding_detail import FindingDetail
 from .screens.help import HelpScreen
+from .screens.job_log import JobLogScreen
 from .screens.log_viewer import LogViewerScreen
 from .screens.seek import SeekScreen
 from .widgets.endpoint_pane import EndpointPane
@@ -87,6 +90,7 @@ class PdwatchApp(App):
         Binding("g", "seek", "go to"),
         Binding("f", "first_trouble", "first trouble", show=False),
         Binding("h", "toggle_resolved", "hide cleared", show=False),
+        Binding("l", "job_log", "logs", show=False),  # the key bar and ? list it
         Binding("e", "export", "export", show=False),
     ]
 
@@ -431,7 +435,28 @@ class PdwatchApp(App):
         if not e.source or e.line_no is None:
             self.set_status("that line has no source:line to open")
             return
-        self.push_screen(LogViewerScreen(e.source, e.line_no, [p for p in self.session.paths]))
+        if e.source in self._local_logs():
+            self.push_screen(JobLogScreen(self._job_log(), at_line=(e.source, e.line_no)))
+        else:  # a log read over ssh: its own window, cut on its host
+            self.push_screen(LogViewerScreen(e.source, e.line_no, [p for p in self.session.paths]))
+
+    def _local_logs(self) -> list[str]:
+        return [p for p in self.session.sources.local_files if os.path.isfile(p)]
+
+    def _job_log(self) -> JobLog:
+        """The job's local logs, each with the endpoint the store placed it in, times read as the session reads them."""
+        endpoints = {source: ep.name for ep in self.session.store.endpoints() for source in ep.sources}
+        return JobLog(self._local_logs(), endpoints, year=self.session.year, tz=self.session.tz)
+
+    def action_job_log(self) -> None:
+        """l: the job's logs interleaved by time, at the clock (a replay's) or at their end (watch)."""
+        if isinstance(self.screen, JobLogScreen):
+            return
+        if not self._local_logs():
+            self.set_status("no local log to show (a log over ssh opens from a finding's evidence)")
+            return
+        clock = self.snapshot.clock if self.snapshot is not None and self.session.mode == "replay" else None
+        self.push_screen(JobLogScreen(self._job_log(), at_time=clock))
 
     def on_endpoints_table_open(self, message: EndpointsTable.Open) -> None:
         self._open_endpoint(message.endpoint)

@@ -13,8 +13,8 @@ PANEL_KEYS = {
     "panes": [("⏎", "detail"), ("d", "detail"), ("t", "table")],
     "findings": [("⏎", "open"), ("x", "expand"), ("h", "hide cleared"), ("d", "endpoint")],
 }
-COMMON = [("tab", "next panel"), ("n/p", "finding")]
-REPLAY = [("f", "first trouble"), ("space", "pause"), ("s", "step"), ("+/-", "speed"), ("g", "go to")]
+COMMON = [("tab", "next panel"), ("n/p", "finding"), ("l", "logs")]
+REPLAY = [("space", "pause"), ("s", "step"), ("+/-", "speed"), ("g", "go to"), ("f", "first trouble")]
 LAST = [("e", "export"), ("?", "help"), ("q", "quit")]
 
 
