@@ -9,41 +9,30 @@ forbids scripts and every external load, so even a missed escape could not run o
 
 from __future__ import annotations
 
-import html
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from pdwatch.rules.findings import SEVERITIES, severity_rank
 from pdwatch.rules.verdict import endpoint_label
 from pdwatch.units import engine_ranges, fmt_duration, fmt_short
+from pdwatch.views.report.html_base import coord as _f
+from pdwatch.views.report.html_base import epoch as _epoch
+from pdwatch.views.report.html_base import esc as _esc
+from pdwatch.views.report.html_base import finite_values as _values
+from pdwatch.views.report.html_base import has_points
+from pdwatch.views.report.html_base import nice_step as _nice_step
+from pdwatch.views.report.html_base import severity_of as _severity
+from pdwatch.views.report.html_base import time_ticks as _time_ticks
 from pdwatch.views.report.format import (FLAG, prose_parts, FRONTEND_NOTE, NOT_SCRAPED, by_error_type_text, by_status_text,
                                          endpoints_worst_first, fmt_num, fmt_period, fmt_time, fmt_window,
                                          frontend_cells, severity_short, severity_word)
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
-# C0/C1 controls (not tab or newline), lone surrogates, bidi overrides and isolates, line/paragraph separators.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 
 # ---------------------------------------------------------------------------------------------- text
-
-
-def _visible(match: re.Match) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return chr(0x2400 + code)  # ␛ for ESC, ␍ for CR, ...
-    if code == 0x7F:
-        return "\u2421"
-    if 0xD800 <= code <= 0xDFFF or 0x80 <= code <= 0x9F:
-        return "\ufffd"
-    return f"<U+{code:04X}>"  # bidi/separator: shown, not obeyed (escaped below like the rest)
-
-
-def _esc(value: Any) -> str:
-    """Any value as HTML text: controls made visible, then escaped (quotes too)."""
-    return html.escape(_CONTROL.sub(_visible, str(value)), quote=True)
 
 
 def _prose(value: Any) -> str:
@@ -78,23 +67,6 @@ def _time(iso: Any) -> str:
 
 def _or_q(value: Any) -> Any:
     return "?" if value is None else value
-
-
-def _epoch(iso: Any) -> float | None:
-    if not isinstance(iso, str) or not iso:
-        return None
-    try:
-        dt = datetime.fromisoformat(iso)
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
-
-
-def _severity(finding: dict[str, Any]) -> str:
-    sev = str(finding.get("severity") or "info")
-    return sev if sev in SEVERITIES else "info"  # a class name: one of the scale's words, never the input
 
 
 def _badge(severity: str) -> str:
@@ -610,47 +582,6 @@ def _domain(all_series: list[dict[str, Any]], findings: list[dict[str, Any]],
 _W, _H = 400, 178
 _L, _R, _T, _B = 48, 30, 30, 22  # plot margins: the top holds the steady bracket and the severity lanes,
 # the right the reference line's label, so no label is drawn over the plot's bands
-_TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
-               172800, 604800)
-
-
-def _f(x: float) -> str:
-    return f"{x:.1f}"
-
-
-def _nice_step(span: float, target: int = 4) -> float:
-    raw = span / target
-    mag = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 2.5, 5, 10):
-        if raw <= m * mag:
-            return m * mag
-    return 10 * mag
-
-
-def _time_ticks(lo: float, hi: float, tz: Any, most: int = 6) -> list[tuple[float, str]]:
-    span = hi - lo
-    step = next((s for s in _TIME_STEPS if span / s <= most), _TIME_STEPS[-1])
-    offset = datetime.fromtimestamp(lo, tz).utcoffset() or timedelta(0)
-    off = offset.total_seconds()
-    if span > 86400 * 2:
-        fmt = "%m-%d %H:%M"
-    elif step >= 60:
-        fmt = "%H:%M"
-    else:
-        fmt = "%H:%M:%S"
-    first = math.ceil((lo + off) / step) * step - off
-    ticks, t = [], first
-    while t <= hi + 1e-6:
-        ticks.append((t, datetime.fromtimestamp(t, tz).strftime(fmt)))
-        t += step
-    return ticks
-
-
-def _values(data: dict[str, Any], key: str) -> list[float | None]:
-    out = []
-    for v in data.get(key) or []:
-        out.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None)
-    return out
 
 
 def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[float, float, Any],
