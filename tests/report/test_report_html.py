@@ -264,16 +264,26 @@ def test_no_findings_and_thirty_findings(reports):
 
 def test_charts_survive_gaps_single_points_and_flat_series(reports):
     report = copy.deepcopy(reports["kv-exhausted"])
-    name = next(iter(report["series"]))
+    name = "decode_w0"  # drawn with its own three charts (the prefill endpoints are small multiples)
     series = report["series"][name]
     n = len(series["ts"])
     series["prompt_tps"] = [None if i % 3 == 0 else 0.0 for i in range(n)]
     series["kv_usage_pct"] = [None] * n
     series["running"] = [float("nan")] * n
-    check(html_report.render(report))
+    parser = check(html_report.render(report))
+    # no KV value at all: no empty KV chart, one line saying it is unknown; the requests chart keeps
+    # its waiting line (running is all NaN)
+    assert parser.charts[name] == 2
+    assert "Not in its logs or /metrics, so not charted: KV cache usage %." in "".join(parser.text)
     report["series"] = {name: {k: v[:1] for k, v in series.items()}}  # one point, zero time span
     parser = check(html_report.render(report))
-    assert parser.charts[name] == 3
+    assert parser.charts[name] == 2
+    series = report["series"][name]
+    series.update(gen_tps=[None], waiting=[None])  # nothing left to draw: no chart, said once
+    parser = check(html_report.render(report))
+    text = "".join(parser.text)
+    assert not parser.charts and "No endpoint has a value over time: nothing to chart." in text
+    assert 'class="chart"' not in html_report.render(report) and 'class="overview"' not in html_report.render(report)
 
 
 def test_time_ticks():
