@@ -1000,6 +1000,7 @@ svg.overview .ylab,svg.overview .xlab{font-size:12px}
 svg .lanelab{font-size:12px;font-weight:600;fill:var(--fg);text-anchor:end}
 svg a:hover .lanelab{text-decoration:underline}
 svg .lane{stroke:var(--grid);stroke-width:1}
+svg .quiet{font-size:12px;fill:var(--muted);text-anchor:middle;font-style:italic}
 svg .span{stroke:none}
 svg .sp-critical{fill:var(--crit)} svg .sp-warning{fill:var(--warn)} svg .sp-info{fill:var(--info);fill-opacity:.7}
 svg .shade{stroke:none}

@@ -1,7 +1,9 @@
 """The report's overview: one chart of the whole run, drawn right under the verdict.
 
 The time axis spans the run. The line is the most telling series the logs give: each endpoint's KV
-cache usage (one 0-100% scale for every endpoint), else its tokens/s, else the frontend's requests/s.
+cache usage (one 0-100% scale for every endpoint) when some endpoint's cache got at least a quarter
+full, else its tokens/s (a near-empty cache tells nothing), else the frontend's requests answered
+and failed per second: the first that is not flat at zero.
 Each finding is a span from its start to its end (or the end of the logs), coloured by severity:
 shaded over the plot, and a bar in its group's lane above the plot, labelled by rule and linked to
 its card. Inline SVG only; every string from the report goes through ``esc``.
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from pdwatch.rules.findings import severity_rank
 from pdwatch.units import fmt_short
@@ -25,9 +27,11 @@ WIDTH = 880
 PLOT_LEFT = 188  # the lane labels (rule names) and the y-axis labels share this column
 PLOT_RIGHT = WIDTH - 34  # room for the "95%" label
 LANE = 16
-PLOT_HEIGHT = 150
+PLOT_HEIGHT = 140
 LABEL_CHARS = 28  # a longer lane label is cut (its full text is the bar's tooltip)
 ENDPOINT_COLOURS = 6  # more endpoints than this: one colour per role
+KV_TELLING_PCT = 25.0  # a cache that never got this full says less than the tokens/s
+QUIET_SHARE = 0.1  # a stretch this share of the run before the first value is labelled, not left blank
 
 
 def overview(report: dict[str, Any]) -> str:
@@ -59,50 +63,43 @@ def overview(report: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------ the data
 
 
-Line = tuple[Any, list[tuple[float, float]]]  # an endpoint and its (epoch, value) points
+Line = tuple[str, list[tuple[float, float]]]  # a label (the endpoint) and its (epoch, value) points
+KV_CHART = ("KV cache usage % per endpoint over the run", {"fixed": 100.0, "ref": 95.0})
+TOKENS_CHART = ("tokens/s per endpoint (prompt + generated) over the run", {})
+REQUESTS_CHART = ("requests/s at the frontend over the run (its log)", {})
 
 
-def _points(data: dict[str, Any], value: Callable[[int], float | None]) -> list[tuple[float, float]]:
+def _summed(data: dict[str, Any], keys: tuple[str, ...]) -> list[tuple[float, float]]:
+    """(epoch, the sum of ``keys``) at each time at least one of them has a value."""
+    columns = [finite_values(data, key) for key in keys]
     out = []
     for i, t in enumerate(data.get("ts") or []):
-        at, v = epoch(t), value(i)
-        if at is not None and v is not None:
-            out.append((at, v))
+        at = epoch(t)
+        values = [c[i] for c in columns if i < len(c) and c[i] is not None]
+        if at is not None and values:
+            out.append((at, sum(values)))
     return out
 
 
 def _telling_series(series: dict[str, Any], names: list[Any]) -> tuple[str, dict[str, Any], list[Line]] | None:
-    """The title, y scale and lines of the most telling series the endpoints have."""
-    def lines_of(value_of: Callable[[dict[str, Any]], Callable[[int], float | None]]) -> list[Line]:
-        out = []
-        for name in names:
-            data = series.get(name)
-            if isinstance(data, dict):
-                points = _points(data, value_of(data))
-                if points:
-                    out.append((name, points))
-        return out
+    """The title, y scale and lines of the most telling series the endpoints have: the first of KV %
+    (some cache at least a quarter full), tokens/s, the frontend's requests/s that is not flat at zero;
+    else the first that has any point."""
+    def lines(keys: tuple[str, ...], suffix: str = "") -> list[Line]:
+        found = [(f"{name}{suffix}", _summed(series[name], keys)) for name in names if isinstance(series.get(name), dict)]
+        return [(label, points) for label, points in found if points]
 
-    def key(k: str) -> Callable[[dict[str, Any]], Callable[[int], float | None]]:
-        return lambda data: (lambda vals: lambda i: vals[i] if i < len(vals) else None)(finite_values(data, k))
+    def peak(found: list[Line]) -> float:
+        return max((v for _, points in found for _, v in points), default=0.0)
 
-    def tokens(data: dict[str, Any]) -> Callable[[int], float | None]:
-        prompt, gen = finite_values(data, "prompt_tps"), finite_values(data, "gen_tps")
-
-        def total(i: int) -> float | None:
-            parts = [v[i] for v in (prompt, gen) if i < len(v) and v[i] is not None]
-            return sum(parts) if parts else None
-        return total
-
-    kv = lines_of(key("kv_usage_pct"))
-    if kv:
-        return "KV cache usage % per endpoint over the run", {"fixed": 100.0, "ref": 95.0}, kv
-    tps = lines_of(tokens)
-    if tps:
-        return "tokens/s per endpoint (prompt + generated) over the run", {}, tps
-    requests = lines_of(key("requests_ok_per_s"))
-    if requests:
-        return "requests/s answered at the frontend over the run", {}, requests
+    kv, tokens = lines(("kv_usage_pct",)), lines(("prompt_tps", "gen_tps"))
+    requests = lines(("requests_ok_per_s",), ": answered") + lines(("requests_failed_per_s",), ": failed")
+    candidates = [(kv, KV_CHART, peak(kv) >= KV_TELLING_PCT), (tokens, TOKENS_CHART, peak(tokens) > 0),
+                  (requests, REQUESTS_CHART, peak(requests) > 0),
+                  (kv, KV_CHART, True), (tokens, TOKENS_CHART, True), (requests, REQUESTS_CHART, True)]
+    for found, (title, scale), telling in candidates:
+        if found and telling:
+            return title, scale, found
     return None
 
 
@@ -195,6 +192,10 @@ def _svg(lines: list[Line], classes: dict[Any, str], scale: dict[str, Any], doma
         out.append(f'<line x1="{coord(x)}" y1="{bottom}" x2="{coord(x)}" y2="{bottom + 4}" class="axis"/>')
         out.append(f'<text x="{coord(x)}" y="{bottom + 16}" class="xlab">{esc(label)}</text>')
     out.append(f'<line x1="{x0}" y1="{bottom}" x2="{x1}" y2="{bottom}" class="axis"/>')
+    first = min(t for _, points in lines for t, _ in points)
+    if (first - lo) / (hi - lo) >= QUIET_SHARE:  # start-up, most often: say why the plot is empty there
+        out.append(f'<text x="{coord((x0 + sx(first)) / 2)}" y="{coord((top + bottom) / 2)}" class="quiet">'
+                   'no stats yet</text>')
     ref = scale.get("ref")
     if ref is not None:
         out.append(f'<line x1="{x0}" y1="{coord(sy(ref))}" x2="{x1}" y2="{coord(sy(ref))}" class="ref-kv"/>')
