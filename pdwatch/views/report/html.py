@@ -883,7 +883,7 @@ border:2px solid;vertical-align:2px;white-space:nowrap}
 .counts{font-size:15px;margin:6px 0 10px}
 .counts .count{font-weight:700;margin-right:12px}
 .allclear{font-size:15px}
-table.glance td:nth-child(3){overflow-wrap:anywhere}
+table.glance td:nth-child(3){overflow-wrap:anywhere;min-width:10em}
 table.glance td.when{white-space:nowrap;font-size:12.5px}
 table.glance tr.r-critical td:first-child{box-shadow:inset 4px 0 var(--crit)}
 table.glance tr.r-warning td:first-child{box-shadow:inset 4px 0 var(--warn)}
