@@ -135,7 +135,8 @@ def _colours(names: list[Any], roles: dict[Any, str]) -> tuple[str, dict[Any, st
             order.append(roles.get(name, "?"))
     colour = {role: f"ov{i % ENDPOINT_COLOURS}" for i, role in enumerate(order)}
     count = {role: sum(1 for n in names if roles.get(n, "?") == role) for role in order}
-    keys = "".join(f'<span class="lkey {colour[role]}"></span>{esc(role)} ({count[role]} endpoints) '
+    keys = "".join(f'<span class="lkey {colour[role]}"></span>{esc(role)} '
+                   f'({count[role]} endpoint{"s" if count[role] > 1 else ""}) '
                    for role in order)
     return keys, {name: colour[roles.get(name, "?")] for name in names}
 
