@@ -427,7 +427,7 @@ def test_overview_of_the_run_under_the_verdict(capture, title):
     assert lanes == [g["rule"] for g in report["groups"]]
     # the time axis is the run's: the first span starts right of the plot's left edge (the start-up)
     xs = [float(x) for x in re.findall(r'<rect x="([\d.]+)" y="\d+" width="[\d.]+" height="11" class="span', page)]
-    assert min(xs) > 188
+    assert min(xs) > 204
 
 
 def test_overview_endpoints_by_role_when_many(reports):

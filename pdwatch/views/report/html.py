@@ -997,7 +997,7 @@ table.glance td.when{white-space:normal}.verdict{font-size:16px}}
 .ovbox .legend{margin:2px 0 0}
 svg.overview{width:100%;height:auto;display:block;font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
 svg.overview .ylab,svg.overview .xlab{font-size:12px}
-svg .lanelab{font-size:12px;font-weight:600;fill:var(--fg);text-anchor:end}
+svg .lanelab{font-size:11.5px;font-weight:600;fill:var(--fg);text-anchor:end}
 svg a:hover .lanelab{text-decoration:underline}
 svg .lane{stroke:var(--grid);stroke-width:1}
 svg .quiet{font-size:12px;fill:var(--muted);text-anchor:middle;font-style:italic}

@@ -24,11 +24,11 @@ from pdwatch.views.report.html_base import (coord, epoch, esc, finite_values, ni
 # viewBox units: the page scales the drawing to its width (about 1.35x at 1280 px, 0.85x at 800 px),
 # so its 12-unit text reads 16 px wide and 10 px narrow
 WIDTH = 880
-PLOT_LEFT = 188  # the lane labels (rule names) and the y-axis labels share this column
+PLOT_LEFT = 204  # the lane labels (rule names) and the y-axis labels share this column
 PLOT_RIGHT = WIDTH - 34  # room for the "95%" label
 LANE = 16
 PLOT_HEIGHT = 140
-LABEL_CHARS = 28  # a longer lane label is cut (its full text is the bar's tooltip)
+LABEL_CHARS = 26  # a longer lane label is cut (its full text is the bar's tooltip)
 ENDPOINT_COLOURS = 6  # more endpoints than this: one colour per role
 KV_TELLING_PCT = 25.0  # a cache that never got this full says less than the tokens/s
 QUIET_SHARE = 0.1  # a stretch this share of the run before the first value is labelled, not left blank
