@@ -264,16 +264,26 @@ def test_no_findings_and_thirty_findings(reports):
 
 def test_charts_survive_gaps_single_points_and_flat_series(reports):
     report = copy.deepcopy(reports["kv-exhausted"])
-    name = next(iter(report["series"]))
+    name = "decode_w0"  # drawn with its own three charts (the prefill endpoints are small multiples)
     series = report["series"][name]
     n = len(series["ts"])
     series["prompt_tps"] = [None if i % 3 == 0 else 0.0 for i in range(n)]
     series["kv_usage_pct"] = [None] * n
     series["running"] = [float("nan")] * n
-    check(html_report.render(report))
+    parser = check(html_report.render(report))
+    # no KV value at all: no empty KV chart, one line saying it is unknown; the requests chart keeps
+    # its waiting line (running is all NaN)
+    assert parser.charts[name] == 2
+    assert "Not in its logs or /metrics, so not charted: KV cache usage %." in "".join(parser.text)
     report["series"] = {name: {k: v[:1] for k, v in series.items()}}  # one point, zero time span
     parser = check(html_report.render(report))
-    assert parser.charts[name] == 3
+    assert parser.charts[name] == 2
+    series = report["series"][name]
+    series.update(gen_tps=[None], waiting=[None])  # nothing left to draw: no chart, said once
+    parser = check(html_report.render(report))
+    text = "".join(parser.text)
+    assert not parser.charts and "No endpoint has a value over time: nothing to chart." in text
+    assert 'class="chart"' not in html_report.render(report) and 'class="overview"' not in html_report.render(report)
 
 
 def test_time_ticks():
@@ -386,3 +396,43 @@ def test_cli_writes_the_html_file(tmp_path):
     page = out.read_text(encoding="utf-8")
     parser = check(page)
     assert parser.charts.get("decode_w0") == 3
+
+
+# ------------------------------------------------------------------------------------------ overview
+
+REAL = REPO / "tests" / "data" / "real"
+
+
+@pytest.mark.parametrize("capture, title", [
+    ("dynamo/agg_kv_pressure", "KV cache usage % per endpoint over the run"),  # its cache was full ~40 s
+    ("captures/pd_connector_crash", "tokens/s per endpoint (prompt + generated) over the run"),  # KV never 25%
+    ("dynamo/disagg_nixl_port_in_use", "requests/s at the frontend over the run (its log)"),  # 0 tokens/s
+])
+def test_overview_of_the_run_under_the_verdict(capture, title):
+    report = build([str(REAL / capture)])
+    page = html_report.render(report)
+    parser = check(page)
+    text = "".join(parser.text)
+    assert page.index('id="verdict"') < page.index('class="overview"') < page.index("<article")
+    assert page.count('<svg class="overview"') == 1 and title in text
+    # one span per finding, of its severity, linked to its card; one lane per card, labelled by rule
+    findings = report["findings"]
+    spans = re.findall(r'<a href="#finding-(\d+)"><rect [^>]*class="span sp-(\w+)"><title>([^<]*)</title>', page)
+    assert sorted(sev for _, sev, _ in spans) == sorted(f["severity"] for f in findings) and findings
+    assert page.count('class="shade sh-') == len(findings)
+    for card, _, tip in spans:
+        rule = report["groups"][int(card) - 1]["rule"]
+        assert f": {rule} on " in tip
+    lanes = re.findall(r'class="lanelab">([^<]*)</text>', page)
+    assert lanes == [g["rule"] for g in report["groups"]]
+    # the time axis is the run's: the first span starts right of the plot's left edge (the start-up)
+    xs = [float(x) for x in re.findall(r'<rect x="([\d.]+)" y="\d+" width="[\d.]+" height="11" class="span', page)]
+    assert min(xs) > 204
+
+
+def test_overview_endpoints_by_role_when_many(reports):
+    report = reports["kv-exhausted"]  # eight prefill endpoints and one decode
+    page = html_report.render(report)
+    caption = page.split('class="ovbox"><figcaption>', 1)[1].split("</figcaption>", 1)[0]
+    assert "decode (1 endpoint)" in caption and "prefill (8 endpoints)" in caption
+    assert page.count('class="line ov') == len([n for n, s in report["series"].items() if s["ts"]])

@@ -9,41 +9,31 @@ forbids scripts and every external load, so even a missed escape could not run o
 
 from __future__ import annotations
 
-import html
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from pdwatch.rules.findings import SEVERITIES, severity_rank
 from pdwatch.rules.verdict import endpoint_label
 from pdwatch.units import engine_ranges, fmt_duration, fmt_short
+from pdwatch.views.report.html_base import coord as _f
+from pdwatch.views.report.html_base import epoch as _epoch
+from pdwatch.views.report.html_base import esc as _esc
+from pdwatch.views.report.html_base import finite_values as _values
+from pdwatch.views.report.html_base import has_points
+from pdwatch.views.report.html_base import nice_step as _nice_step
+from pdwatch.views.report.html_base import severity_of as _severity
+from pdwatch.views.report.html_base import time_ticks as _time_ticks
+from pdwatch.views.report.html_overview import overview
 from pdwatch.views.report.format import (FLAG, prose_parts, FRONTEND_NOTE, NOT_SCRAPED, by_error_type_text, by_status_text,
                                          endpoints_worst_first, fmt_num, fmt_period, fmt_time, fmt_window,
                                          frontend_cells, severity_short, severity_word)
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
-# C0/C1 controls (not tab or newline), lone surrogates, bidi overrides and isolates, line/paragraph separators.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 
 # ---------------------------------------------------------------------------------------------- text
-
-
-def _visible(match: re.Match) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return chr(0x2400 + code)  # ␛ for ESC, ␍ for CR, ...
-    if code == 0x7F:
-        return "\u2421"
-    if 0xD800 <= code <= 0xDFFF or 0x80 <= code <= 0x9F:
-        return "\ufffd"
-    return f"<U+{code:04X}>"  # bidi/separator: shown, not obeyed (escaped below like the rest)
-
-
-def _esc(value: Any) -> str:
-    """Any value as HTML text: controls made visible, then escaped (quotes too)."""
-    return html.escape(_CONTROL.sub(_visible, str(value)), quote=True)
 
 
 def _prose(value: Any) -> str:
@@ -80,23 +70,6 @@ def _or_q(value: Any) -> Any:
     return "?" if value is None else value
 
 
-def _epoch(iso: Any) -> float | None:
-    if not isinstance(iso, str) or not iso:
-        return None
-    try:
-        dt = datetime.fromisoformat(iso)
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
-
-
-def _severity(finding: dict[str, Any]) -> str:
-    sev = str(finding.get("severity") or "info")
-    return sev if sev in SEVERITIES else "info"  # a class name: one of the scale's words, never the input
-
-
 def _badge(severity: str) -> str:
     return f'<span class="badge b-{severity}">{severity_word(severity)}</span>'
 
@@ -115,6 +88,7 @@ def render(report: dict[str, Any]) -> str:
     endpoints = endpoints_worst_first(report)
     body = [
         _header(report, summary, sources, findings, notices),
+        overview(report),  # the whole run under the verdict: the findings as spans on one chart
         _headline(summary),
         _findings(findings, groups, report.get("rules") or []),
         _endpoints(endpoints, deployment, findings, report.get("series") or {}, summary, groups),
@@ -438,7 +412,7 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
     drawn = [n for n in names if _has_points(series.get(n))]
     out = ['<h2 id="charts">Endpoints over time</h2>']
     if not drawn:
-        return "\n".join(out + ['<p class="muted">No endpoint printed stats lines: nothing to chart.</p>'])
+        return "\n".join(out + ['<p class="muted">No endpoint has a value over time: nothing to chart.</p>'])
     domain = _domain([series[n] for n in drawn], findings, summary)
     out.append(
         '<p class="legend">Engines summed per timestamp (KV usage: mean over engines). '
@@ -480,10 +454,15 @@ def _charts(endpoints: list[dict[str, Any]], roles: dict[Any, dict[str, Any]], f
         cap = _running_cap(info)
         charts = []
         specs = _frontend_chart_specs(data) if "requests_ok_per_s" in data else _chart_specs(cap)
+        # a chart with nothing to draw is not drawn: one line names what the logs do not give
+        empty = [spec["title"] for spec in specs if not has_points(data, [key for key, _, _ in spec["lines"]])]
         for spec in specs:
-            counter += 1
-            charts.append(_chart(counter, spec, data, domain, bands, summary.get("window")))
-        out.append(f'<div class="ep-charts">{head}<div class="charts">{"".join(charts)}</div></div>')
+            if spec["title"] not in empty:
+                counter += 1
+                charts.append(_chart(counter, spec, data, domain, bands, summary.get("window")))
+        unknown = (f'<p class="muted small">Not in its logs or /metrics, so not charted: {_esc(", ".join(empty))}.</p>'
+                   if empty else "")
+        out.append(f'<div class="ep-charts">{head}<div class="charts">{"".join(charts)}</div>{unknown}</div>')
     if blank:
         out.append(f'<p class="muted">No stats lines, so no chart: {_esc(", ".join(map(str, blank)))}.</p>')
     return "\n".join(out)
@@ -548,7 +527,8 @@ def _multiples(n: int, cluster: list[Any], roles: dict[Any, dict[str, Any]], ser
 
 
 def _has_points(data: Any) -> bool:
-    return isinstance(data, dict) and any(_epoch(t) is not None for t in data.get("ts") or [])
+    """Whether an endpoint's series have a value at a known time: at least one chart to draw."""
+    return isinstance(data, dict) and has_points(data, [key for key in data if key != "ts"])
 
 
 def _running_cap(info: dict[str, Any]) -> tuple[float, str] | None:
@@ -610,47 +590,6 @@ def _domain(all_series: list[dict[str, Any]], findings: list[dict[str, Any]],
 _W, _H = 400, 178
 _L, _R, _T, _B = 48, 30, 30, 22  # plot margins: the top holds the steady bracket and the severity lanes,
 # the right the reference line's label, so no label is drawn over the plot's bands
-_TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
-               172800, 604800)
-
-
-def _f(x: float) -> str:
-    return f"{x:.1f}"
-
-
-def _nice_step(span: float, target: int = 4) -> float:
-    raw = span / target
-    mag = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 2.5, 5, 10):
-        if raw <= m * mag:
-            return m * mag
-    return 10 * mag
-
-
-def _time_ticks(lo: float, hi: float, tz: Any, most: int = 6) -> list[tuple[float, str]]:
-    span = hi - lo
-    step = next((s for s in _TIME_STEPS if span / s <= most), _TIME_STEPS[-1])
-    offset = datetime.fromtimestamp(lo, tz).utcoffset() or timedelta(0)
-    off = offset.total_seconds()
-    if span > 86400 * 2:
-        fmt = "%m-%d %H:%M"
-    elif step >= 60:
-        fmt = "%H:%M"
-    else:
-        fmt = "%H:%M:%S"
-    first = math.ceil((lo + off) / step) * step - off
-    ticks, t = [], first
-    while t <= hi + 1e-6:
-        ticks.append((t, datetime.fromtimestamp(t, tz).strftime(fmt)))
-        t += step
-    return ticks
-
-
-def _values(data: dict[str, Any], key: str) -> list[float | None]:
-    out = []
-    for v in data.get(key) or []:
-        out.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None)
-    return out
 
 
 def _chart(n: int, spec: dict[str, Any], data: dict[str, Any], domain: tuple[float, float, Any],
@@ -895,6 +834,7 @@ _CSS = """
 --crit:#b42318;--crit-bg:#fdecea;--warn:#a15c07;--warn-bg:#fff4e0;--info:#1d5fc2;--info-bg:#eaf2fd;--ok:#1e7a3c;
 --ok-bg:#eef7f0;--grid:#e6e9ed;--axis:#8a939e;--ink2:#4b5563;--c-prompt:#1d5fc2;--c-gen:#0f8a5f;--c-kv:#6d28d9;
 --c-run:#1b1f24;--c-wait:#c2410c;--used:#fff2a8;
+--ov0:#6d28d9;--ov1:#0f766e;--ov2:#1d5fc2;--ov3:#b45309;--ov4:#be185d;--ov5:#4b5563;
 --mono:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono","DejaVu Sans Mono",monospace}
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
@@ -921,7 +861,7 @@ nav a{text-decoration:none;font-weight:600}
 .big-label{font-weight:600;color:var(--muted);text-transform:uppercase;font-size:12px;letter-spacing:.05em}
 .big-value{font-size:38px;font-weight:700;line-height:1.1;font-variant-numeric:tabular-nums}
 .big-unit{color:var(--muted);font-size:13px}
-.tiles{flex:1;display:grid;grid-template-columns:repeat(auto-fit,minmax(120px,1fr));gap:8px;margin:0;align-self:flex-start}
+.tiles{flex:1;display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:8px;margin:0;align-self:flex-start}
 .tile{border:1px solid var(--line);border-radius:8px;padding:8px 12px}
 .tile dt{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
 .tile dd{margin:2px 0 0;font-size:20px;font-weight:600;font-variant-numeric:tabular-nums}
@@ -943,6 +883,7 @@ border:2px solid;vertical-align:2px;white-space:nowrap}
 .counts{font-size:15px;margin:6px 0 10px}
 .counts .count{font-weight:700;margin-right:12px}
 .allclear{font-size:15px}
+table.glance td:nth-child(3){overflow-wrap:anywhere;min-width:10em}
 table.glance td.when{white-space:nowrap;font-size:12.5px}
 table.glance tr.r-critical td:first-child{box-shadow:inset 4px 0 var(--crit)}
 table.glance tr.r-warning td:first-child{box-shadow:inset 4px 0 var(--warn)}
@@ -1040,14 +981,38 @@ figure.sm{margin:0}
 figure.sm figcaption{font-size:12.5px}
 .small{font-size:12px}
 @media (min-width:900px){.tiles{grid-template-columns:repeat(4,minmax(0,1fr))}}
+@media (max-width:1000px){table.glance td.when{white-space:normal}}
 @media (max-width:640px){table.glance thead{display:none}table.glance,table.glance tbody,table.glance tr,table.glance td{display:block;width:100%}
 table.glance tr{border-bottom:1px solid var(--line);padding:4px 0}table.glance td{border:0;padding:2px 8px}
 table.glance td.when{white-space:normal}.verdict{font-size:16px}}
 @media (prefers-color-scheme:dark){:root{--fg:#e6e8eb;--muted:#a0a8b3;--line:#3a4049;--bg:#15181c;--soft:#1f242a;
 --crit:#ff7b72;--crit-bg:#3b1d1d;--warn:#e3b341;--warn-bg:#33290f;--info:#6cb6ff;--info-bg:#13263d;--ok:#56d364;
 --ok-bg:#14301d;--grid:#2a3038;--axis:#6e7681;--ink2:#b1bac4;--c-prompt:#6cb6ff;--c-gen:#56d364;--c-kv:#c297ff;
---c-run:#e6e8eb;--c-wait:#ff9b5a;--used:#5c4a00}
+--c-run:#e6e8eb;--c-wait:#ff9b5a;--used:#5c4a00;
+--ov0:#c297ff;--ov1:#2dd4bf;--ov2:#6cb6ff;--ov3:#f59e0b;--ov4:#f472b6;--ov5:#b1bac4}
 .b-critical{color:#15181c}}
+.overview{margin:10px 0 4px}
+.ovbox{margin:0}
+.ovbox figcaption{font-size:13.5px;display:flex;flex-wrap:wrap;gap:2px 10px;align-items:baseline;overflow-wrap:anywhere}
+.ovbox .legend{margin:2px 0 0}
+svg.overview{width:100%;height:auto;display:block;font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
+svg.overview .ylab,svg.overview .xlab{font-size:12px}
+svg .lanelab{font-size:11.5px;font-weight:600;fill:var(--fg);text-anchor:end}
+svg a:hover .lanelab{text-decoration:underline}
+svg .lane{stroke:var(--grid);stroke-width:1}
+svg .quiet{font-size:12px;fill:var(--muted);text-anchor:middle;font-style:italic}
+svg .span{stroke:none}
+svg .sp-critical{fill:var(--crit)} svg .sp-warning{fill:var(--warn)} svg .sp-info{fill:var(--info);fill-opacity:.7}
+svg .shade{stroke:none}
+svg .sh-critical{fill:var(--crit);fill-opacity:.13} svg .sh-warning{fill:var(--warn);fill-opacity:.13}
+svg .sh-info{fill:var(--info);fill-opacity:.06}
+.ov0{stroke:var(--ov0);fill:var(--ov0);border-color:var(--ov0)}
+.ov1{stroke:var(--ov1);fill:var(--ov1);border-color:var(--ov1)}
+.ov2{stroke:var(--ov2);fill:var(--ov2);border-color:var(--ov2)}
+.ov3{stroke:var(--ov3);fill:var(--ov3);border-color:var(--ov3)}
+.ov4{stroke:var(--ov4);fill:var(--ov4);border-color:var(--ov4)}
+.ov5{stroke:var(--ov5);fill:var(--ov5);border-color:var(--ov5)}
+svg.overview .line{stroke-width:2}
 footer{margin-top:32px;padding-top:8px;border-top:1px solid var(--line);color:var(--muted);font-size:12px}
 @media (max-width:700px){.page{padding:12px}.big-value{font-size:40px}.tile:last-child{grid-column:auto}}
 @media print{body{font-size:10.5pt}.page{max-width:none;padding:0}nav{display:none}
