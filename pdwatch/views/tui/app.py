@@ -39,6 +39,7 @@ from .widgets.format import clock_text
 from .widgets.frontend_strip import FrontendStrip
 from .widgets.header import DeploymentHeader
 from .widgets.keybar import KeyBar
+from .widgets.short_names import short_names
 
 GROUPS = (("prefill", "Prefill"), ("decode", "Decode"), ("other", "Other"))
 
@@ -109,6 +110,8 @@ class PdwatchApp(App):
         self.view = "auto"  # "auto": the panes when they all fit, else the table; "table" / "panes": chosen with t
         self._shown_view: str | None = None
         self._role_order: list[str] = []
+        self._label_names: tuple[str, ...] | None = None
+        self._short: dict[str, str] = {}
         self._touched = False  # a key or a click: the focus is the user's, not kept on the worst endpoint
         self._auto_focused: EndpointPane | None = None  # the pane the dashboard itself gave the focus last
         self.failure: BaseException | None = None  # what failed inside the app and ended it
@@ -295,7 +298,8 @@ class PdwatchApp(App):
         rows = worst_first(snap)
         severity = snap.diagnosis.endpoint_severity if snap.diagnosis is not None else {}
         tops = role_scales(snap)
-        main.query_one(FrontendStrip).show(rows, severity)
+        labels = self._labels(snap)
+        main.query_one(FrontendStrip).show(rows, severity, labels)
         paned = [row for row in rows if has_pane(row)]
         for row in paned:
             pane = self._panes.get(row.name)
@@ -307,15 +311,15 @@ class PdwatchApp(App):
             top = tops.get(row.role)
             if pane is None:
                 pane = self._panes[row.name] = EndpointPane(row)
-                pane.show(row, top, severity.get(row.name), marks)
+                pane.show(row, top, severity.get(row.name), marks, labels.get(row.name))
                 main.query_one(f"#group-{group_of(row.role)}").mount(pane)
             else:
-                pane.show(row, top, severity.get(row.name), marks)
+                pane.show(row, top, severity.get(row.name), marks, labels.get(row.name))
         self._order_panes(paned, severity)
         for key, _ in GROUPS:
             main.query_one(f"#title-{key}").display = any(group_of(p.role) == key for p in self._panes.values())
-        main.query_one(EndpointsTable).show(rows, snap.findings)
-        main.query_one(FindingsTable).show(snap.findings, snap.groups)
+        main.query_one(EndpointsTable).show(rows, snap.findings, labels)
+        main.query_one(FindingsTable).show(snap.findings, snap.groups, labels)
         self._apply_view(snap)
         self._touched = self._touched or self._user_moved_focus()
         if not self._touched and self._shown_view == "panes" and paned and paned[0].name in self._panes \
@@ -326,6 +330,14 @@ class PdwatchApp(App):
             main.query_one(EndpointsTable).focus()  # a hidden pane lost it (the table replaced the panes)
         if snap.notices:
             self.set_status(snap.notices[-1])
+
+    def _labels(self, snap: Snapshot) -> dict[str, str]:
+        """Each endpoint's short name (the job's shared name dropped), worked out again only when
+        the endpoints change."""
+        names = tuple(row.name for row in snap.endpoints)
+        if names != self._label_names:
+            self._label_names, self._short = names, short_names(names)
+        return self._short
 
     def _order_panes(self, rows, severity: dict[str, str]) -> None:
         """Worst first: the role groups by their worst finding, and the panes within each group."""
