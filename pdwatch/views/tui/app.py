@@ -40,6 +40,7 @@ from .widgets.frontend_strip import FrontendStrip
 from .widgets.header import DeploymentHeader
 from .widgets.keybar import KeyBar
 from .widgets.short_names import short_names
+from .widgets.timeline import Timeline
 
 GROUPS = (("prefill", "Prefill"), ("decode", "Decode"), ("other", "Other"))
 
@@ -68,6 +69,8 @@ class PdwatchApp(App):
     /* as tall as the findings (at most 40%): the panes get the rest */
     #findings-box { height: auto; max-height: 40%; min-height: 4; }
     #status { height: 1; color: $text-muted; padding: 0 1; }
+    Screen.-wide #timeline { height: 2; }  /* the rules' names and the clock's time under the strip */
+    Screen.-short #timeline { display: none; }  /* under 20 rows: the endpoints and findings need them */
     """
     # The footer (KeyBar) lists the focused panel's keys; ? lists every key.
     BINDINGS = [
@@ -138,6 +141,7 @@ class PdwatchApp(App):
                 yield Static(title, classes="group-title", id=f"title-{key}", markup=False)
                 yield Vertical(classes="group", id=f"group-{key}")
         yield FrontendStrip(id="frontends", classes="-empty")  # after the serving endpoints, in either view
+        yield Timeline(id="timeline", classes="-empty")
         with Vertical(id="findings-box"):
             yield Static("Findings (enter: details, x: expand a group)", id="findings-title", markup=False)
             yield FindingsTable(id="findings")
@@ -149,6 +153,7 @@ class PdwatchApp(App):
             return
         self.main = self.screen  # ticks render here even while a detail or help screen is on top
         self.main.set_class(self.size.width >= 140, "-wide")
+        self.main.set_class(self.size.height < 20, "-short")
         for key, _ in GROUPS:
             self.main.query_one(f"#title-{key}").display = False
         self.main.query_one("#endpoints").add_class("-hidden")
@@ -183,6 +188,7 @@ class PdwatchApp(App):
     def on_resize(self, event) -> None:
         if self.main is not None:
             self.main.set_class(event.size.width >= 140, "-wide")
+            self.main.set_class(event.size.height < 20, "-short")
             if self.snapshot is not None:
                 self._apply_view(self.snapshot)
 
@@ -300,6 +306,7 @@ class PdwatchApp(App):
         tops = role_scales(snap)
         labels = self._labels(snap)
         main.query_one(FrontendStrip).show(rows, severity, labels)
+        main.query_one(Timeline).show(snap)
         paned = [row for row in rows if has_pane(row)]
         for row in paned:
             pane = self._panes.get(row.name)
@@ -393,7 +400,8 @@ class PdwatchApp(App):
         width, height = self.size
         findings = self.main.query_one("#findings-box")
         room = height - self.main.query_one(DeploymentHeader).outer_size.height - findings.outer_size.height \
-            - self.main.query_one(KeyBar).outer_size.height - self.main.query_one(FrontendStrip).outer_size.height - 1
+            - self.main.query_one(KeyBar).outer_size.height - self.main.query_one(FrontendStrip).outer_size.height \
+            - self.main.query_one(Timeline).outer_size.height - 1
         columns = 2 if width >= 140 else 1
         inner = (width // columns) - 4
         need = 0

@@ -73,7 +73,7 @@ def frontend_lines(row: EndpointRow, f: FrontendSummary, severity: str | None, w
     if severity:
         name.append("● ", style=SEVERITY_FG.get(severity, "bold"))
     name.append_text(log_text(label or row.name, style="bold"))
-    if width >= WIDE:
+    if width >= WIDE and "frontend" not in (label or row.name).lower():  # not "frontend frontend"
         name.append(" frontend", style="bold")
     first = Text(f"{_per_s(f.requests_per_s)} req/s")
     pct = f.failed_pct
