@@ -40,7 +40,7 @@ from .ingest import Ingest
 from .replay_buffer import ReplayBuffer
 from .replay_rules import ReplayRules
 from .rows import SnapshotBuilder, headline, to_datetime
-from .snapshot import EndpointDetail, Snapshot
+from .snapshot import EndpointDetail, EndpointSeries, Snapshot
 from .times import parse_time
 
 
@@ -399,6 +399,11 @@ class LiveSession:
         """The endpoint's series over the run so far, its start-up facts and its newest lines
         (None when the store does not know it, e.g. after a rewind to before its first line)."""
         return self._rows.endpoint_detail(name, self._shown_clock(), max_lines)
+
+    def endpoint_series(self, name: str) -> EndpointSeries | None:
+        """The endpoint's series over the run so far (None when the store does not know it): what
+        ``endpoint_detail`` has of it, without its rows and lines; once per store generation."""
+        return self._rows.endpoint_series(name)
 
     # -- export ----------------------------------------------------------------------------------
     def analysis(self) -> Any:

@@ -40,7 +40,8 @@ from .widgets.frontend_strip import FrontendStrip
 from .widgets.header import DeploymentHeader
 from .widgets.keybar import KeyBar
 from .widgets.short_names import short_names
-from .widgets.timeline import Timeline
+from .widgets.run_charts import RunCharts, chart_specs
+from .widgets.timeline import Timeline, run_range
 
 GROUPS = (("prefill", "Prefill"), ("decode", "Decode"), ("other", "Other"))
 
@@ -69,6 +70,10 @@ class PdwatchApp(App):
     /* as tall as the findings (at most 40%): the panes get the rest */
     #findings-box { height: auto; max-height: 40%; min-height: 4; }
     #status { height: 1; color: $text-muted; padding: 0 1; }
+    #charts { display: none; }
+    /* wide, with series to draw: the charts take the room the endpoints leave */
+    Screen.-charts #charts { display: block; }
+    Screen.-charts #endpoints, Screen.-charts #endpoints-table { height: auto; max-height: 45%; }
     Screen.-wide #timeline { height: 2; }  /* the rules' names and the clock's time under the strip */
     Screen.-short #timeline { display: none; }  /* under 20 rows: the endpoints and findings need them */
     """
@@ -114,6 +119,8 @@ class PdwatchApp(App):
         self._shown_view: str | None = None
         self._role_order: list[str] = []
         self._label_names: tuple[str, ...] | None = None
+        self._charts_key: tuple | None = None  # what the charts show (store generation, range, endpoints)
+        self._charts_at = 0.0
         self._short: dict[str, str] = {}
         self._touched = False  # a key or a click: the focus is the user's, not kept on the worst endpoint
         self._auto_focused: EndpointPane | None = None  # the pane the dashboard itself gave the focus last
@@ -141,6 +148,7 @@ class PdwatchApp(App):
                 yield Static(title, classes="group-title", id=f"title-{key}", markup=False)
                 yield Vertical(classes="group", id=f"group-{key}")
         yield FrontendStrip(id="frontends", classes="-empty")  # after the serving endpoints, in either view
+        yield RunCharts(id="charts")  # wide: the run's KV, queue, tokens/s and latency over time
         yield Timeline(id="timeline", classes="-empty")
         with Vertical(id="findings-box"):
             yield Static("Findings (enter: details, x: expand a group)", id="findings-title", markup=False)
@@ -307,6 +315,7 @@ class PdwatchApp(App):
         labels = self._labels(snap)
         main.query_one(FrontendStrip).show(rows, severity, labels)
         main.query_one(Timeline).show(snap)
+        self._update_charts(snap, rows, labels)
         paned = [row for row in rows if has_pane(row)]
         for row in paned:
             pane = self._panes.get(row.name)
@@ -337,6 +346,31 @@ class PdwatchApp(App):
             main.query_one(EndpointsTable).focus()  # a hidden pane lost it (the table replaced the panes)
         if snap.notices:
             self.set_status(snap.notices[-1])
+
+    CHARTS_EVERY_S = 2.0  # while the data moves, the charts are drawn again at most this often
+    CHARTS_MIN_ROWS = 12
+
+    def _update_charts(self, snap: Snapshot, rows: list[EndpointRow], labels: dict[str, str]) -> None:
+        """Wide: the charts of the worst endpoints over the timeline's range, drawn again when the
+        store changed (its generation), at most every CHARTS_EVERY_S while it plays: a plot takes
+        tens of ms, a tick must not."""
+        main = self.main
+        found = run_range(snap, main.query_one(Timeline).first_seen) if self.size.width >= 140 else None
+        if found is None:
+            self._charts_key = None
+            main.set_class(False, "-charts")
+            return
+        key = (self.session.generation, found, tuple(r.name for r in rows), tuple(sorted(labels.items())))
+        if key == self._charts_key:
+            return
+        now = time.monotonic()
+        moving = not (snap.paused or snap.done) and self._charts_key is not None
+        if moving and now - self._charts_at < self.CHARTS_EVERY_S:
+            return
+        self._charts_key, self._charts_at = key, now
+        specs = chart_specs(rows, self.session.endpoint_series, labels)
+        main.query_one(RunCharts).show(specs, *found)
+        main.set_class(bool(specs), "-charts")
 
     def _labels(self, snap: Snapshot) -> dict[str, str]:
         """Each endpoint's short name (the job's shared name dropped), worked out again only when
@@ -402,6 +436,8 @@ class PdwatchApp(App):
         room = height - self.main.query_one(DeploymentHeader).outer_size.height - findings.outer_size.height \
             - self.main.query_one(KeyBar).outer_size.height - self.main.query_one(FrontendStrip).outer_size.height \
             - self.main.query_one(Timeline).outer_size.height - 1
+        if self.main.has_class("-charts"):
+            room -= self.CHARTS_MIN_ROWS
         columns = 2 if width >= 140 else 1
         inner = (width // columns) - 4
         need = 0
