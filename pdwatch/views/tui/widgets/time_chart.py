@@ -115,7 +115,8 @@ class TimeChart(PlotextPlot):
         plt.ylim(0, ceiling if ceiling is not None else (top * 1.05 if top > 0 else 1.0))
         positions, labels = time_ticks(start, end, cells)
         plt.xticks(positions, labels)
-        plt.title(_label(title))
+        if title:
+            plt.title(_label(title))
 
 
 def _label(text: str) -> str:
