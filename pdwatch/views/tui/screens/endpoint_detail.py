@@ -21,13 +21,14 @@ from ..widgets.endpoint_pane import render_numbers, render_title
 from ..widgets.format import clock_text, count, fmt_rate, log_text, severity, time_text
 from ..widgets.time_chart import ChartLine, TimeChart
 
-# (series field, its times' field, label, number format, fixed ceiling, colour)
+# (series field, its times' field, label, number format, fixed ceiling, colour); KV first, as in
+# the panes: it is what runs out, and the first chart is the one an 80x24 screen shows
 CHARTS = (
-    ("prompt_tps", "times", "prompt tok/s", fmt_rate, None, "cyan"),
-    ("gen_tps", "times", "generation tok/s", fmt_rate, None, "magenta"),
+    ("kv_usage_pct", "times", "KV cache usage %", lambda v: f"{v:.1f}", 100.0, "red"),
     ("running", "times", "running requests", count, None, "green"),
     ("waiting", "times", "waiting requests", count, None, "yellow"),
-    ("kv_usage_pct", "times", "KV cache usage %", lambda v: f"{v:.1f}", 100.0, "red"),
+    ("prompt_tps", "times", "prompt tok/s", fmt_rate, None, "cyan"),
+    ("gen_tps", "times", "generation tok/s", fmt_rate, None, "magenta"),
     # a Dynamo frontend's (its engine-less rows have no tokens or KV: those charts say "no data")
     ("ttft_s", "ttft_times", "TTFT s (/metrics)", lambda v: f"{v:.2f}", None, "cyan"),
     ("latency_s", "latency_times", "request latency s (log)", lambda v: f"{v:.2f}", None, "green"),
