@@ -128,7 +128,10 @@ def test_scraped_figures_in_two_lines_at_80_columns_and_one_at_200():
     assert narrow == ["agg.frontend  last min: 1.3 req/s, 0% failed",
                       "  TTFT 7.35 s p99 9.95 s │ ITL 6.0 ms p99 44.5 ms │ in flight 32 queued 27"]
     (wide,) = render_frontends([_row("agg.frontend", SCRAPED)], {"agg.frontend": "warning"}, 198).plain.splitlines()
-    assert wide.startswith("● agg.frontend frontend  last min: 1.3 req/s, 0% failed │ TTFT 7.35 s")
+    # its name says frontend already: not "agg.frontend frontend"
+    assert wide.startswith("● agg.frontend  last min: 1.3 req/s, 0% failed │ TTFT 7.35 s")
+    (named,) = render_frontends([_row("agg.router", SCRAPED)], {}, 198).plain.splitlines()
+    assert named.startswith("agg.router frontend  last min")
     # only frontends with something to say; two at most, then how many more
     rows = [_row(f"fe{i}", SCRAPED) for i in range(4)] + [_row("quiet", None), _row("w", None, role="aggregated")]
     text = render_frontends(rows, {}, 78).plain
