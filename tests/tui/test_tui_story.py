@@ -132,3 +132,38 @@ def test_200x50_charts_use_the_width_and_the_rows_and_do_not_redraw_when_nothing
             await pilot.pause(1.0)  # ~10 ticks at refresh 0.1
             assert [c.builds for c in shown] == builds
     asyncio.run(go())
+
+
+def test_charts_ask_only_for_the_worst_endpoints_series():
+    """samples/kv-exhausted has 9 serving endpoints: the charts draw the 6 worst (decode_w0, in
+    trouble, first and in red) and ask the session for those series only (and the frontend's)."""
+    from pdwatch.views.tui.app import worst_first
+    from pdwatch.views.tui.widgets.run_charts import LINES, chart_specs
+
+    session = LiveSession([str(CAPTURE.parents[3].parent / "samples" / "kv-exhausted")], mode="replay",
+                          speed=math.inf)
+    snap = session.tick()
+    for _ in range(2000):
+        session.ingest(5000)
+        snap = session.tick()
+        if snap.done:
+            break
+    assert snap.done
+    asked: list[str] = []
+
+    def series_of(name):
+        asked.append(name)
+        return session.endpoint_series(name)
+
+    rows = worst_first(snap)
+    serving = [r for r in rows if r.role in ("prefill", "decode")]
+    assert len(serving) > LINES
+    specs = chart_specs(rows, series_of, {})
+    frontends = [r.name for r in rows if r.role == "frontend"]
+    # the 6 worst serving endpoints, then the frontend (for its latency), each once per chart build
+    assert asked == [r.name for r in serving[:LINES]] + frontends
+    kv = next(s for s in specs if s.id == "kv")
+    assert [line.label for line in kv.lines] == asked[:LINES] and kv.lines[0].label == "decode_w0"
+    assert kv.lines[0].color == "red" and f"{LINES} worst of {len(serving)} endpoints" in kv.title
+    assert max(kv.lines[0].values) > 99  # its KV cache full
+    assert all(len(line.times) == len(line.values) > 0 for s in specs for line in s.lines)

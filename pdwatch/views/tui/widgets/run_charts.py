@@ -65,21 +65,14 @@ def chart_specs(rows: Sequence[EndpointRow], series_of: Callable[[str], Endpoint
                       for row, series, colour in drawn)
         if any(line.values for line in lines):
             specs.append(ChartSpec(chart_id, title + note, lines, ceiling))
-    frontends = [r for r in rows if r.role == "frontend"][:LINES]
-    latency: list[ChartLine] = []
-    ttft = True
-    for row in frontends:
-        series = series_of(row.name)
-        if series is not None and series.ttft_s:
-            latency.append(ChartLine(labels.get(row.name, row.name), series.ttft_times, series.ttft_s,
-                                     COLORS[len(latency) % len(COLORS)]))
-    if not latency:  # no /metrics read: the requests' latency its log says
-        ttft = False
-        for row in frontends:
-            series = series_of(row.name)
-            if series is not None and series.latency_s:
-                latency.append(ChartLine(labels.get(row.name, row.name), series.latency_times, series.latency_s,
-                                         COLORS[len(latency) % len(COLORS)]))
+    frontends = [(r, series_of(r.name)) for r in [r for r in rows if r.role == "frontend"][:LINES]]
+    latency = [ChartLine(labels.get(r.name, r.name), series.ttft_times, series.ttft_s, COLORS[i % len(COLORS)])
+               for i, (r, series) in enumerate((r, s) for r, s in frontends if s is not None and s.ttft_s)]
+    ttft = bool(latency)
+    if not ttft:  # no /metrics read: the requests' latency its log says
+        latency = [ChartLine(labels.get(r.name, r.name), series.latency_times, series.latency_s,
+                             COLORS[i % len(COLORS)])
+                   for i, (r, series) in enumerate((r, s) for r, s in frontends if s is not None and s.latency_s)]
     if latency:
         specs.append(ChartSpec("latency", "frontend TTFT s (/metrics)" if ttft else "frontend request latency s (log)",
                                tuple(latency)))
