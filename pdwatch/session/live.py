@@ -43,7 +43,7 @@ from .replay_rules import ReplayRules
 from .replay_scrapes import replay_scrapes
 from .rows import SnapshotBuilder, headline, to_datetime
 from .run_history import TROUBLE, RunHistory, first_trouble
-from .snapshot import EndpointDetail, PastTrouble, Snapshot
+from .snapshot import EndpointDetail, EndpointSeries, PastTrouble, Snapshot
 from .times import parse_time
 
 
@@ -516,6 +516,11 @@ class LiveSession:
         """The endpoint's series over the run so far, its start-up facts and its newest lines
         (None when the store does not know it, e.g. after a rewind to before its first line)."""
         return self._rows.endpoint_detail(name, self._shown_clock(), max_lines)
+
+    def endpoint_series(self, name: str) -> EndpointSeries | None:
+        """The endpoint's series over the run so far (None when the store does not know it): what
+        ``endpoint_detail`` has of it, without its rows and lines; once per store generation."""
+        return self._rows.endpoint_series(name)
 
     # -- export ----------------------------------------------------------------------------------
     def analysis(self) -> Any:

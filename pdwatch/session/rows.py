@@ -150,6 +150,15 @@ class SnapshotBuilder:
         lines = self._memo(("lines", name, max_lines), lambda: self._recent_lines(name, max_lines))
         return EndpointDetail(row, series, startup, lines)
 
+    def endpoint_series(self, name: str) -> EndpointSeries | None:
+        """The endpoint's whole-run series alone (the dashboard's charts, for several endpoints per
+        tick): computed once per store generation, shared with ``endpoint_detail``."""
+        ep = self.store.model.endpoints.get(name)
+        if ep is None or name not in {e.name for e in self.store.endpoints()}:
+            return None
+        interval = float(ep.facts.get("stats_interval_s") or DEFAULT_INTERVAL_S)
+        return self._memo(("series", name), lambda: _series(self.store.stats(name), interval))
+
     def _startup(self, ep: Any) -> StartupFacts:
         facts = ep.facts
         args: dict[str, Any] = {}
@@ -249,10 +258,20 @@ def _series(stats: pd.DataFrame, interval: float) -> EndpointSeries:
     def column(values: pd.Series) -> tuple[float, ...]:
         return tuple(0.0 if v != v else float(v) for v in values.tolist())
 
+    ttft_times, ttft = _known(keyed, "ttft_s")
+    latency_times, latency = _known(keyed, "request_latency_s")
     return EndpointSeries(
         times=tuple(to_datetime(t) for t in summed.index), prompt_tps=column(summed["prompt_tps"]),
         gen_tps=column(summed["gen_tps"]), running=column(summed["running"]), waiting=column(summed["waiting"]),
-        kv_usage_pct=column(kv))
+        kv_usage_pct=column(kv), ttft_times=ttft_times, ttft_s=ttft, latency_times=latency_times, latency_s=latency)
+
+
+def _known(keyed: pd.DataFrame, field: str) -> tuple[tuple[datetime, ...], tuple[float, ...]]:
+    """A column's mean per bucket, over the buckets where it is known (none: empty)."""
+    if field not in keyed.columns or not keyed[field].notna().any():
+        return (), ()
+    means = keyed.groupby("bucket")[field].mean().dropna()
+    return tuple(to_datetime(t) for t in means.index), tuple(float(v) for v in means.tolist())
 
 
 def _arg_text(value: Any) -> str:

@@ -169,6 +169,12 @@ class EndpointSeries:
     running: tuple[float, ...] = ()
     waiting: tuple[float, ...] = ()
     kv_usage_pct: tuple[float, ...] = ()
+    # a Dynamo frontend's latencies where known (its /metrics' TTFT, its log's request latency), each
+    # with its own times: a second with no request ended has no latency, not a zero
+    ttft_times: tuple[datetime, ...] = ()
+    ttft_s: tuple[float, ...] = ()
+    latency_times: tuple[datetime, ...] = ()
+    latency_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

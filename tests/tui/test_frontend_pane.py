@@ -20,6 +20,7 @@ from pdwatch.session.rows import frontend_summary, headline
 from pdwatch.session.snapshot import EndpointRow, FrontendSummary, Snapshot
 from pdwatch.views.tui.app import PdwatchApp
 from pdwatch.views.tui.widgets.frontend_strip import FrontendStrip, render_frontends
+from pdwatch.views.tui.widgets.short_names import short_names
 from pdwatch.views.tui.widgets.header import render_header
 from tests.conftest import REAL_LOGS
 from tests.tui.pilot_helpers import wait_for
@@ -70,7 +71,10 @@ def test_the_worker_in_trouble_keeps_its_pane_and_the_frontend_is_summarised(siz
             assert "TPS/GPU" not in text and "GPU" not in lines[0]
             # the worker (killed: worker_lost) has its pane, first, with its KV and the STALE mark
             assert app._shown_view == "panes" and list(app.panes) == ["agg_worker_killed.worker"]
-            title = next(i for i, line in enumerate(lines) if i > 3 and "agg_worker_killed.worker" in line)
+            # its short name: the capture's name, which every endpoint shares, dropped
+            short = short_names(r.name for r in app.snapshot.endpoints)
+            assert short["agg_worker_killed.worker"] == "worker"
+            title = next(i for i, line in enumerate(lines) if i > 3 and " worker  aggregated" in line)
             assert "1 engine / CPU" in lines[title] and "STALE" in lines[title]
             assert "KV" in lines[title + 1] and "92.3%" in lines[title + 1]
             # then the frontend strip, before the findings: the last minute's requests from its log
@@ -80,7 +84,7 @@ def test_the_worker_in_trouble_keeps_its_pane_and_the_frontend_is_summarised(siz
             ok, failed = _responses_before("agg_worker_killed", snap.clock, summary.window_s)
             assert (summary.requests_ok, summary.requests_failed) == (ok, failed) and failed > 900
             assert summary.statuses[:2] in (("404", "503"), ("503", "404")) and "unavailable" in summary.error_types
-            at = next(i for i, line in enumerate(lines) if i > title and "agg_worker_killed.frontend" in line)
+            at = next(i for i, line in enumerate(lines) if i > title and line.lstrip().startswith("● frontend"))
             assert at < next(i for i, line in enumerate(lines) if "Findings" in line)
             strip = lines[at] if size[0] >= 120 else lines[at] + "\n" + lines[at + 1]
             pct = f"{100 * failed / (ok + failed):.0f}% failed"
@@ -102,9 +106,8 @@ def test_three_endpoints_at_80x24_the_table_and_the_frontend_strip():
             lines = screen_text(app).splitlines()
             assert app._shown_view == "table"
             header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("endpoint "))
-            assert "disagg_prefill_killed.prefill" in lines[header + 1] and "STA" in lines[header + 1]  # STALE, cut
-            strip = next(i for i, line in enumerate(lines)
-                         if i > header + 3 and "disagg_prefill_killed.frontend" in line)
+            assert "● prefill " in lines[header + 1] and "STA" in lines[header + 1]  # STALE, maybe cut
+            strip = next(i for i, line in enumerate(lines) if i > header + 3 and line.lstrip().startswith("● frontend"))
             assert "req/s" in lines[strip] and "failed (503" in lines[strip]
             assert lines[0].lstrip().startswith("tok/s per worker (CPU)")
     asyncio.run(go())
@@ -125,7 +128,10 @@ def test_scraped_figures_in_two_lines_at_80_columns_and_one_at_200():
     assert narrow == ["agg.frontend  last min: 1.3 req/s, 0% failed",
                       "  TTFT 7.35 s p99 9.95 s │ ITL 6.0 ms p99 44.5 ms │ in flight 32 queued 27"]
     (wide,) = render_frontends([_row("agg.frontend", SCRAPED)], {"agg.frontend": "warning"}, 198).plain.splitlines()
-    assert wide.startswith("● agg.frontend frontend  last min: 1.3 req/s, 0% failed │ TTFT 7.35 s")
+    # its name says frontend already: not "agg.frontend frontend"
+    assert wide.startswith("● agg.frontend  last min: 1.3 req/s, 0% failed │ TTFT 7.35 s")
+    (named,) = render_frontends([_row("agg.router", SCRAPED)], {}, 198).plain.splitlines()
+    assert named.startswith("agg.router frontend  last min")
     # only frontends with something to say; two at most, then how many more
     rows = [_row(f"fe{i}", SCRAPED) for i in range(4)] + [_row("quiet", None), _row("w", None, role="aggregated")]
     text = render_frontends(rows, {}, 78).plain

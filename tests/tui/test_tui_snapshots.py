@@ -1,7 +1,8 @@
 """Snapshot tests of the dashboard's first screen (pytest-textual-snapshot) at 80x24 and 200x50,
 with plain assertions on the screen's text: the endpoint in trouble, its KV %, the verdict line
 and its finding are on it without a keypress (issue 17). At 80x24 the endpoints are the compact
-table (the panes do not all fit); at 200x50 they are panes, worst first.
+table (the panes do not all fit); at 200x50 they are panes, worst first, when they fit above the
+charts of the run (else the table), with the timeline under the charts.
 
 The replay runs to the end of the sample at full speed, so every number on screen comes from
 the logs and the picture is the same on every run. Update snapshots only after looking at the
@@ -93,10 +94,31 @@ async def _decode_detail(pilot) -> None:
     await pilot.pause(0.3)
     text = screen_text(pilot.app)
     assert "KV cache usage %" in text and "(scale from 0)" in text
-    # each chart has a time axis: its first and last stats intervals' times under it
-    assert re.search(r"^ 14:00:10 +14:03:20 *$", text, re.M), text
+    # each chart has a time axis: its first and last stats intervals' times under it, ticks between
+    assert re.search(r"^ +14:00:10 +(\d\d:\d\d:\d\d +)+14:03:20 *$", text, re.M), text
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
 def test_endpoint_detail_snapshot(snap_compare, size):
     assert snap_compare(_app("kv-exhausted"), terminal_size=size, run_before=_decode_detail)
+
+
+async def _story(pilot) -> None:
+    from tests.tui.test_tui_story import _paused_in_kv_exhausted
+    await _paused_in_kv_exhausted(pilot)
+    app = pilot.app
+    app.query_one(EndpointsTable).move_cursor(row=0)
+    await pilot.pause(0.3)
+    text = screen_text(app)
+    assert "kv_exhausted" in text.split("Findings", 1)[1]
+    if app.size.width >= 140:  # wide: the charts, the timeline's two rows
+        assert "KV cache %" in text and "▲" in text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_real_kv_pressure_paused_in_its_finding_snapshot(snap_compare, size):
+    """The real Dynamo capture whose KV cache filled, paused in kv_exhausted: short names, the
+    timeline, and wide, the charts (look at the SVGs before updating them)."""
+    from tests.tui.test_tui_story import CAPTURE
+    app = PdwatchApp(LiveSession([str(CAPTURE)], mode="replay", speed=math.inf), refresh=0.1)
+    assert snap_compare(app, terminal_size=size, run_before=_story)

@@ -42,6 +42,9 @@ from .widgets.format import clock_text
 from .widgets.frontend_strip import FrontendStrip
 from .widgets.header import DeploymentHeader
 from .widgets.keybar import KeyBar
+from .widgets.short_names import short_names
+from .widgets.run_charts import RunCharts, chart_specs
+from .widgets.timeline import Timeline, run_range
 
 GROUPS = (("prefill", "Prefill"), ("decode", "Decode"), ("other", "Other"))
 
@@ -70,6 +73,12 @@ class PdwatchApp(App):
     /* as tall as the findings (at most 40%): the panes get the rest */
     #findings-box { height: auto; max-height: 40%; min-height: 4; }
     #status { height: 1; color: $text-muted; padding: 0 1; }
+    #charts { display: none; }
+    /* wide, with series to draw: the charts take the room the endpoints leave */
+    Screen.-charts #charts { display: block; }
+    Screen.-charts #endpoints, Screen.-charts #endpoints-table { height: auto; max-height: 45%; }
+    Screen.-wide #timeline { height: 2; }  /* the rules' names and the clock's time under the strip */
+    Screen.-short #timeline { display: none; }  /* under 20 rows: the endpoints and findings need them */
     """
     # The footer (KeyBar) lists the focused panel's keys; ? lists every key.
     BINDINGS = [
@@ -115,6 +124,10 @@ class PdwatchApp(App):
         self.view = "auto"  # "auto": the panes when they all fit, else the table; "table" / "panes": chosen with t
         self._shown_view: str | None = None
         self._role_order: list[str] = []
+        self._label_names: tuple[str, ...] | None = None
+        self._charts_key: tuple | None = None  # what the charts show (store generation, range, endpoints)
+        self._charts_at = 0.0
+        self._short: dict[str, str] = {}
         self._touched = False  # a key or a click: the focus is the user's, not kept on the worst endpoint
         self._auto_focused: EndpointPane | None = None  # the pane the dashboard itself gave the focus last
         self.failure: BaseException | None = None  # what failed inside the app and ended it
@@ -143,6 +156,8 @@ class PdwatchApp(App):
                 yield Static(title, classes="group-title", id=f"title-{key}", markup=False)
                 yield Vertical(classes="group", id=f"group-{key}")
         yield FrontendStrip(id="frontends", classes="-empty")  # after the serving endpoints, in either view
+        yield RunCharts(id="charts")  # wide: the run's KV, queue, tokens/s and latency over time
+        yield Timeline(id="timeline", classes="-empty")
         with Vertical(id="findings-box"):
             yield Static("Findings (enter: details, x: expand a group)", id="findings-title", markup=False)
             yield FindingsTable(id="findings")
@@ -154,6 +169,7 @@ class PdwatchApp(App):
             return
         self.main = self.screen  # ticks render here even while a detail or help screen is on top
         self.main.set_class(self.size.width >= 140, "-wide")
+        self.main.set_class(self.size.height < 20, "-short")
         for key, _ in GROUPS:
             self.main.query_one(f"#title-{key}").display = False
         self.main.query_one("#endpoints").add_class("-hidden")
@@ -188,6 +204,7 @@ class PdwatchApp(App):
     def on_resize(self, event) -> None:
         if self.main is not None:
             self.main.set_class(event.size.width >= 140, "-wide")
+            self.main.set_class(event.size.height < 20, "-short")
             if self.snapshot is not None:
                 self._apply_view(self.snapshot)
 
@@ -303,7 +320,10 @@ class PdwatchApp(App):
         rows = worst_first(snap)
         severity = snap.diagnosis.endpoint_severity if snap.diagnosis is not None else {}
         tops = role_scales(snap)
-        main.query_one(FrontendStrip).show(rows, severity)
+        labels = self._labels(snap)
+        main.query_one(FrontendStrip).show(rows, severity, labels)
+        main.query_one(Timeline).show(snap)
+        self._update_charts(snap, rows, labels)
         paned = [row for row in rows if has_pane(row)]
         for row in paned:
             pane = self._panes.get(row.name)
@@ -315,18 +335,18 @@ class PdwatchApp(App):
             top = tops.get(row.role)
             if pane is None:
                 pane = self._panes[row.name] = EndpointPane(row)
-                pane.show(row, top, severity.get(row.name), marks)
+                pane.show(row, top, severity.get(row.name), marks, labels.get(row.name))
                 main.query_one(f"#group-{group_of(row.role)}").mount(pane)
             else:
-                pane.show(row, top, severity.get(row.name), marks)
+                pane.show(row, top, severity.get(row.name), marks, labels.get(row.name))
         self._order_panes(paned, severity)
         for key, _ in GROUPS:
             main.query_one(f"#title-{key}").display = any(group_of(p.role) == key for p in self._panes.values())
-        main.query_one(EndpointsTable).show(rows, snap.findings)
+        main.query_one(EndpointsTable).show(rows, snap.findings, labels)
         listed = {f.key for f in snap.findings}  # (the end of a replay lists the run's, cleared ones too)
         resolved = tuple(f for f in snap.all_findings if f.end is not None and f.key not in listed) \
             if self.show_resolved else ()
-        main.query_one(FindingsTable).show(snap.findings, snap.groups, resolved)
+        main.query_one(FindingsTable).show(snap.findings, snap.groups, labels, resolved)
         self._apply_view(snap)
         self._touched = self._touched or self._user_moved_focus()
         if not self._touched and self._shown_view == "panes" and paned and paned[0].name in self._panes \
@@ -343,6 +363,39 @@ class PdwatchApp(App):
             first = min((f for f in snap.run_findings if f.start == snap.first_trouble), key=lambda f: severity_rank(f.severity))
             self.set_status(f"the run's first trouble: {first.severity} {first.rule} on "
                             f"{first.endpoint or 'the deployment'} at {clock_text(first.start)}; f jumps there")
+
+    CHARTS_EVERY_S = 2.0  # while the data moves, the charts are drawn again at most this often
+    CHARTS_MIN_ROWS = 12
+
+    def _update_charts(self, snap: Snapshot, rows: list[EndpointRow], labels: dict[str, str]) -> None:
+        """Wide: the charts of the worst endpoints over the timeline's range, drawn again when the
+        store changed (its generation), at most every CHARTS_EVERY_S while it plays: a plot takes
+        tens of ms, a tick must not."""
+        main = self.main
+        found = run_range(snap, main.query_one(Timeline).first_seen) if self.size.width >= 140 else None
+        if found is None:
+            self._charts_key = None
+            main.set_class(False, "-charts")
+            return
+        key = (self.session.generation, found, tuple(r.name for r in rows), tuple(sorted(labels.items())))
+        if key == self._charts_key:
+            return
+        now = time.monotonic()
+        moving = not (snap.paused or snap.done) and self._charts_key is not None
+        if moving and now - self._charts_at < self.CHARTS_EVERY_S:
+            return
+        self._charts_key, self._charts_at = key, now
+        specs = chart_specs(rows, self.session.endpoint_series, labels)
+        main.query_one(RunCharts).show(specs, *found)
+        main.set_class(bool(specs), "-charts")
+
+    def _labels(self, snap: Snapshot) -> dict[str, str]:
+        """Each endpoint's short name (the job's shared name dropped), worked out again only when
+        the endpoints change."""
+        names = tuple(row.name for row in snap.endpoints)
+        if names != self._label_names:
+            self._label_names, self._short = names, short_names(names)
+        return self._short
 
     def _order_panes(self, rows, severity: dict[str, str]) -> None:
         """Worst first: the role groups by their worst finding, and the panes within each group."""
@@ -398,7 +451,10 @@ class PdwatchApp(App):
         width, height = self.size
         findings = self.main.query_one("#findings-box")
         room = height - self.main.query_one(DeploymentHeader).outer_size.height - findings.outer_size.height \
-            - self.main.query_one(KeyBar).outer_size.height - self.main.query_one(FrontendStrip).outer_size.height - 1
+            - self.main.query_one(KeyBar).outer_size.height - self.main.query_one(FrontendStrip).outer_size.height \
+            - self.main.query_one(Timeline).outer_size.height - 1
+        if self.main.has_class("-charts"):
+            room -= self.CHARTS_MIN_ROWS
         columns = 2 if width >= 140 else 1
         inner = (width // columns) - 4
         need = 0

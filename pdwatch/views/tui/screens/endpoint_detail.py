@@ -6,6 +6,8 @@ everything from the logs is shown as text, never as markup.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,16 +19,21 @@ from pdwatch.session.snapshot import EndpointDetail, EndpointSeries, Snapshot, S
 
 from ..widgets.endpoint_pane import render_numbers, render_title
 from ..widgets.format import clock_text, count, fmt_rate, log_text, severity, time_text
-from ..widgets.series_chart import SeriesChart
+from ..widgets.time_chart import ChartLine, TimeChart
 
-# (series field, label, number format, fixed ceiling, colour)
+# (series field, its times' field, label, number format, fixed ceiling, colour); KV first, as in
+# the panes: it is what runs out, and the first chart is the one an 80x24 screen shows
 CHARTS = (
-    ("prompt_tps", "prompt tok/s", fmt_rate, None, "cyan"),
-    ("gen_tps", "generation tok/s", fmt_rate, None, "magenta"),
-    ("running", "running requests", count, None, "green"),
-    ("waiting", "waiting requests", count, None, "yellow"),
-    ("kv_usage_pct", "KV cache usage %", lambda v: f"{v:.1f}", 100.0, "red"),
+    ("kv_usage_pct", "times", "KV cache usage %", lambda v: f"{v:.1f}", 100.0, "red"),
+    ("running", "times", "running requests", count, None, "green"),
+    ("waiting", "times", "waiting requests", count, None, "yellow"),
+    ("prompt_tps", "times", "prompt tok/s", fmt_rate, None, "cyan"),
+    ("gen_tps", "times", "generation tok/s", fmt_rate, None, "magenta"),
+    # a Dynamo frontend's (its engine-less rows have no tokens or KV: those charts say "no data")
+    ("ttft_s", "ttft_times", "TTFT s (/metrics)", lambda v: f"{v:.2f}", None, "cyan"),
+    ("latency_s", "latency_times", "request latency s (log)", lambda v: f"{v:.2f}", None, "green"),
 )
+FRONTEND_ONLY = {"ttft_s", "latency_s"}
 
 
 class EndpointDetailScreen(Screen):
@@ -38,7 +45,7 @@ class EndpointDetailScreen(Screen):
     EndpointDetailScreen VerticalScroll { padding: 0 1; }
     EndpointDetailScreen .heading { text-style: bold; margin-top: 1; background: $panel; }
     EndpointDetailScreen .chart-label { height: 1; }
-    EndpointDetailScreen SeriesChart { height: 3; }
+    EndpointDetailScreen TimeChart { height: 10; }
     EndpointDetailScreen #endpoint-lines { color: $text-muted; }
     """
 
@@ -53,9 +60,9 @@ class EndpointDetailScreen(Screen):
         yield Static(id="endpoint-clock")
         with VerticalScroll(id="endpoint-body"):
             yield Static(id="endpoint-range", classes="heading")
-            for key, _label, _fmt, ceiling, colour in CHARTS:
+            for key, *_ in CHARTS:
                 yield Static(id=f"label-{key}", classes="chart-label")
-                yield SeriesChart(ceiling=ceiling, style=colour, id=f"chart-{key}")
+                yield TimeChart(id=f"chart-{key}")
             yield Static("Start-up (each engine: one GPU)", classes="heading", markup=False)
             yield Static(id="endpoint-startup")
             yield Static("Non-default args", classes="heading", markup=False)
@@ -86,10 +93,20 @@ class EndpointDetailScreen(Screen):
         self.query_one("#endpoint-title", Static).update(title)
         series = detail.series
         self.query_one("#endpoint-range", Static).update(range_text(series, detail.row.interval_s))
-        for key, label, fmt, _ceiling, _colour in CHARTS:
-            values = getattr(series, key)
-            self.query_one(f"#label-{key}", Static).update(chart_label(label, values, fmt))
-            self.query_one(f"#chart-{key}", SeriesChart).show(values, series.times)
+        frontend = detail.row.role == "frontend"
+        for key, times_key, label, fmt, ceiling, colour in CHARTS:
+            # a frontend's rows hold requests and latencies (its token, queue and KV columns read as
+            # zeros); an engine's, no latency series
+            shown = (key in FRONTEND_ONLY) == frontend
+            values, times = (getattr(series, key), getattr(series, times_key)) if shown else ((), ())
+            label_widget = self.query_one(f"#label-{key}", Static)
+            label_widget.display = shown
+            label_widget.update(chart_label(label, values, fmt))
+            chart = self.query_one(f"#chart-{key}", TimeChart)
+            if values:  # its label is its title
+                chart.show("", (ChartLine(label, times, values, colour),), times[0], times[-1], ceiling)
+            else:  # no point: no chart (the label says "no data")
+                chart.show("", (), datetime.min, datetime.min)
         self.query_one("#endpoint-startup", Static).update(startup_text(detail.startup))
         self.query_one("#endpoint-args", Static).update(args_text(detail.startup))
         self.query_one("#endpoint-lines-title", Static).update(
@@ -123,7 +140,7 @@ def range_text(series: EndpointSeries, interval_s: float) -> Text:
 
 
 def chart_label(label: str, values: tuple[float, ...], fmt) -> Text:
-    out = Text(f"{label:<18}", style="bold")
+    out = Text(f"{label:<17} ", style="bold")
     if not values:
         out.append("no data", style="dim")
         return out

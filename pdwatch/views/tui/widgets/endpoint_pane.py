@@ -16,7 +16,7 @@ from textual.widgets import Static
 from pdwatch.rules.findings import SEVERITIES
 from pdwatch.session.snapshot import EndpointRow
 
-from .format import ROLE_STYLE, SEVERITY_FG, count, fmt_age, kv_bar, kv_style, rate, time_text
+from .format import ROLE_STYLE, SEVERITY_FG, count, fmt_age, kv_bar, kv_style, log_text, rate, time_text
 from .spark import Spark
 
 
@@ -82,6 +82,7 @@ class EndpointPane(Vertical, can_focus=True):
         self._top: float | None = None
         self._severity: str | None = None
         self._marks: dict[int, str] = {}
+        self._label: str | None = None
         self._shown: tuple | None = None
 
     def compose(self) -> ComposeResult:
@@ -97,10 +98,11 @@ class EndpointPane(Vertical, can_focus=True):
         self.post_message(self.Open(self.endpoint))
 
     def show(self, row: EndpointRow, top: float | None = None, severity: str | None = None,
-             marks: dict[int, str] | None = None) -> None:
+             marks: dict[int, str] | None = None, label: str | None = None) -> None:
         """``top``: the role's scale for the sparkline; ``severity``: the worst finding firing here;
-        ``marks``: engine -> severity of the findings naming it."""
+        ``marks``: engine -> severity of the findings naming it; ``label``: its short name."""
         self._row, self._top, self._severity, self._marks = row, top, severity, dict(marks or {})
+        self._label = label
         if self.is_mounted:
             self._fill()
 
@@ -110,14 +112,14 @@ class EndpointPane(Vertical, can_focus=True):
             # its children are gone, and so will it be
             return
         row = self._row
-        state = (row, self._top, self._severity, tuple(sorted(self._marks.items())))
+        state = (row, self._top, self._severity, tuple(sorted(self._marks.items())), self._label)
         if state == self._shown:  # nothing changed: no update, no relayout
             return
         self._shown = state
         title, numbers, spark, engines = self.children
         # Title and numbers are one line each: a new text needs a repaint, not a layout of the screen
         # (a STALE counter changes every second on an idle dashboard).
-        _set(title, render_title(row, self._severity), layout=False)
+        _set(title, render_title(row, self._severity, self._label), layout=False)
         _set(numbers, render_numbers(row), layout=False)
         spark.show(row.history, self._top)  # type: ignore[attr-defined]
         spark.display = bool(row.history)
@@ -134,11 +136,12 @@ def _set(widget, text: Text, layout: bool) -> None:
         widget.update(text, layout=layout)
 
 
-def render_title(row: EndpointRow, severity: str | None = None) -> Text:
+def render_title(row: EndpointRow, severity: str | None = None, label: str | None = None) -> Text:
+    """``label``: the name to show (the dashboard's short name); the full name by default."""
     out = Text(no_wrap=True, overflow="ellipsis")
     if severity:
         out.append("● ", style=SEVERITY_FG.get(severity, "bold"))
-    out.append(row.name, style="bold")  # the name comes from a file name: text, never markup
+    out.append_text(log_text(label or row.name, style="bold"))  # from a file name: text, never markup
     out.append("  ")
     out.append(row.role, style=ROLE_STYLE.get(row.role, "bold"))
     engines = len(row.engines)

@@ -13,7 +13,7 @@ from textual.widgets import DataTable
 
 from pdwatch.session.snapshot import EndpointRow, FindingRow
 
-from .format import SEVERITY_FG, SEVERITY_SHORT, count, kv_text, rate
+from .format import SEVERITY_FG, SEVERITY_SHORT, count, kv_text, log_text, rate
 
 ROLE_SHORT = {"prefill": "pre", "decode": "dec", "aggregated": "agg", "frontend": "fe", "unknown": "?"}
 ROLE_COLOUR = {"prefill": "cyan", "decode": "magenta", "aggregated": "green"}
@@ -64,13 +64,16 @@ class EndpointsTable(DataTable):
             if self._last is not None:
                 self.show(*self._last)
 
-    def show(self, rows: list[EndpointRow], findings: tuple[FindingRow, ...]) -> None:
-        self._last = (rows, findings)
+    def show(self, rows: list[EndpointRow], findings: tuple[FindingRow, ...],
+             labels: dict[str, str] | None = None) -> None:
+        """``labels``: endpoint -> its short name (the full name when it has none)."""
+        self._last = (rows, findings, labels)
+        labels = labels or {}
         worst: dict[str, FindingRow] = {}
         for f in findings:  # most severe first already
             if f.endpoint is not None and f.endpoint not in worst:
                 worst[f.endpoint] = f
-        cells = [endpoint_cells(r, worst.get(r.name), self.narrow) for r in rows]
+        cells = [endpoint_cells(r, worst.get(r.name), self.narrow, labels.get(r.name)) for r in rows]
         key = [(r.name, [c.plain for c in cs], [str(c.style) for c in cs]) for r, cs in zip(rows, cells)]
         if key == self._shown:
             return
@@ -100,8 +103,10 @@ class EndpointsTable(DataTable):
         self.action_open()
 
 
-def endpoint_cells(row: EndpointRow, finding: FindingRow | None, narrow: bool = False) -> list[Text]:
-    name = Text(row.name, style="bold", overflow="ellipsis", no_wrap=True)
+def endpoint_cells(row: EndpointRow, finding: FindingRow | None, narrow: bool = False,
+                   label: str | None = None) -> list[Text]:
+    name = log_text(label or row.name, style="bold")
+    name.overflow, name.no_wrap = "ellipsis", True
     if finding is not None:
         name = Text("● ", style=SEVERITY_FG.get(finding.severity, "bold")) + name
     role = Text(ROLE_SHORT.get(row.role, row.role[:3]), style=ROLE_COLOUR.get(row.role, ""))

@@ -11,11 +11,11 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from pdwatch.session.snapshot import FindingRow
-from pdwatch.rules.verdict import FindingGroup
+from pdwatch.rules.verdict import FindingGroup, endpoint_label
 
 from pdwatch.units import fmt_age
 
-from .format import severity, time_text
+from .format import log_text, severity, time_text
 
 RESOLVED = -1  # the group index of a resolved finding's row (its member index is into ``resolved``)
 
@@ -34,20 +34,29 @@ class FindingsTable(DataTable):
         self.items: list[tuple[int, int | None]] = []  # (group index, member index or None for the group row)
         self.expanded: set[tuple[str, str]] = set()
         self._shown: tuple | None = None
+        self.labels: dict[str, str] = {}  # endpoint -> its short name
 
     def on_mount(self) -> None:
         for label in ("severity", "rule", "endpoint", "since", "summary"):
             self.add_column(label, width=len(label))
 
     def show(self, findings: tuple[FindingRow, ...], groups: tuple[FindingGroup, ...],
-             resolved: tuple[FindingRow, ...] = ()) -> None:
-        """``groups``: the diagnosis' groups of ``findings`` (their members index it); ``resolved``:
-        the findings that cleared, shown greyed after them."""
+             labels: dict[str, str] | None = None, resolved: tuple[FindingRow, ...] = ()) -> None:
+        """``groups``: the diagnosis' groups of ``findings`` (their members index it); ``labels``:
+        endpoint -> its short name (the finding's detail keeps the full name); ``resolved``: the
+        findings that cleared, shown greyed after them."""
+        if labels is None:
+            labels = self.labels
         state = (tuple((f.key, f.summary) for f in findings), tuple(sorted(self.expanded)),
-                 tuple(f.key for f in resolved))
+                 tuple(sorted(labels.items())), tuple(f.key for f in resolved))
         if state == self._shown:
             return
         self._shown = state
+        self.labels = dict(labels)
+
+        def name(endpoint: str | None) -> str:
+            return "(deployment)" if endpoint is None else labels.get(endpoint, endpoint)
+
         selected = self.selected()
         selected_row = self.items[self.cursor_row] if self.items and 0 <= self.cursor_row < len(self.items) else None
         self.findings, self.groups = list(findings), list(groups)
@@ -58,15 +67,16 @@ class FindingsTable(DataTable):
             first = self.findings[g.members[0]]
             if len(g.members) == 1:
                 self.items.append((gi, g.members[0]))
-                endpoint = first.endpoint or "(deployment)"
+                endpoint = name(first.endpoint)
                 if first.engines and len(first.engines) < 8:
                     endpoint += " e" + ",".join(map(str, first.engines))
-                rows.append([severity(first.severity), Text(first.rule), Text(endpoint), Text(time_text(first.start)),
+                rows.append([severity(first.severity), Text(first.rule), log_text(endpoint), Text(time_text(first.start)),
                              Text(first.summary, overflow="ellipsis", no_wrap=True)])
                 continue
             open_ = (g.rule, g.severity) in self.expanded
             self.items.append((gi, None))
-            label = Text(("▾ " if open_ else "▸ ") + f"{g.label} ({len(set(g.endpoints))})")
+            said = endpoint_label([labels.get(e, e) if e is not None else None for e in g.endpoints])
+            label = log_text(("▾ " if open_ else "▸ ") + f"{said} ({len(set(g.endpoints))})")
             summary = Text(first.summary, overflow="ellipsis", no_wrap=True)
             summary.append(f" (+{len(g.members) - 1} alike)", style="dim")
             rows.append([severity(first.severity), Text(first.rule), label, Text(time_text(first.start)), summary])
@@ -74,17 +84,17 @@ class FindingsTable(DataTable):
                 for i in g.members:
                     f = self.findings[i]
                     self.items.append((gi, i))
-                    endpoint = "  └ " + (f.endpoint or "(deployment)")
-                    rows.append([Text(""), Text(""), Text(endpoint), Text(time_text(f.start)),
+                    endpoint = "  └ " + name(f.endpoint)
+                    rows.append([Text(""), Text(""), log_text(endpoint), Text(time_text(f.start)),
                                  Text(f.summary, overflow="ellipsis", no_wrap=True)])
         for i, f in enumerate(self.resolved):
             self.items.append((RESOLVED, i))
-            rows.append(_resolved_row(f))
+            rows.append(_resolved_row(f, name(f.endpoint)))
         # explicit widths from what is shown now (auto widths grew with the widest text of the run)
-        labels = ("severity", "rule", "endpoint", "since", "summary")
-        widths = [max([len(label)] + [r[i].cell_len for r in rows]) for i, label in enumerate(labels)]
+        columns = ("severity", "rule", "endpoint", "since", "summary")
+        widths = [max([len(label)] + [r[i].cell_len for r in rows]) for i, label in enumerate(columns)]
         self.clear(columns=True)
-        for label, width in zip(labels, widths):
+        for label, width in zip(columns, widths):
             self.add_column(label, width=width)
         for row in rows:
             self.add_row(*row)
@@ -128,21 +138,20 @@ class FindingsTable(DataTable):
             return
         key = (g.rule, g.severity)
         self.expanded.symmetric_difference_update({key})
-        self.show(tuple(self.findings), tuple(self.groups), tuple(self.resolved))
+        self.show(tuple(self.findings), tuple(self.groups), self.labels, tuple(self.resolved))
         for r, (gj, mi) in enumerate(self.items):
             if gj == gi and mi is None:
                 self.move_cursor(row=r)
                 break
 
 
-def _resolved_row(f: FindingRow) -> list[Text]:
+def _resolved_row(f: FindingRow, endpoint: str) -> list[Text]:
     """A finding that cleared: greyed, its severity in words, how long it lasted before the summary."""
     grey = "dim"
-    endpoint = f.endpoint or "(deployment)"
     lasted = fmt_age((f.end - f.start).total_seconds()) if f.end is not None else "?"
     summary = Text(f"cleared after {lasted} · ", style=grey)
     summary.append(f.summary)
     summary.stylize(grey)
     summary.overflow, summary.no_wrap = "ellipsis", True
-    return [Text(f" {f.severity} ", style=grey), Text(f.rule, style=grey), Text(endpoint, style=grey),
+    return [Text(f" {f.severity} ", style=grey), Text(f.rule, style=grey), log_text(endpoint, grey),
             Text(time_text(f.start), style=grey), summary]

@@ -30,10 +30,11 @@ class FrontendStrip(Static):
     _shown: Text | None = None
     _last: tuple | None = None
 
-    def show(self, rows: list[EndpointRow], severity: dict[str, str]) -> None:
-        """``rows``: the endpoints worst first; ``severity``: endpoint -> its worst finding firing."""
-        self._last = (rows, severity)
-        text = render_frontends(rows, severity, max(self.size.width - 2, 20) if self.size.width else 78)
+    def show(self, rows: list[EndpointRow], severity: dict[str, str], labels: dict[str, str] | None = None) -> None:
+        """``rows``: the endpoints worst first; ``severity``: endpoint -> its worst finding firing;
+        ``labels``: endpoint -> its short name."""
+        self._last = (rows, severity, labels)
+        text = render_frontends(rows, severity, max(self.size.width - 2, 20) if self.size.width else 78, labels)
         self.set_class(not text.plain, "-empty")
         if text != self._shown:
             same_shape = self._shown is not None and self._shown.plain.count("\n") == text.plain.count("\n")
@@ -46,14 +47,17 @@ class FrontendStrip(Static):
             self.show(*self._last)
 
 
-def render_frontends(rows: list[EndpointRow], severity: dict[str, str], width: int = 78) -> Text:
+def render_frontends(rows: list[EndpointRow], severity: dict[str, str], width: int = 78,
+                     labels: dict[str, str] | None = None) -> Text:
     """The frontends that have something to say (request or /metrics rows), worst first."""
+    labels = labels or {}
     frontends = [r for r in rows if r.frontend_summary is not None]
     lines: list[Text] = []
     last_first = 0  # the first line of the last frontend shown: the shorter one, where "+N more" goes
     for row in frontends[:SHOWN]:
         last_first = len(lines)
-        lines += frontend_lines(row, row.frontend_summary, severity.get(row.name), width)  # type: ignore[arg-type]
+        lines += frontend_lines(row, row.frontend_summary, severity.get(row.name), width,  # type: ignore[arg-type]
+                                labels.get(row.name))
     more = len(frontends) - SHOWN
     if more > 0:
         lines[last_first] = _fit(lines[last_first].append(f"  +{more} more frontend{'s' if more != 1 else ''} "
@@ -61,13 +65,15 @@ def render_frontends(rows: list[EndpointRow], severity: dict[str, str], width: i
     return Text("\n").join(lines)
 
 
-def frontend_lines(row: EndpointRow, f: FrontendSummary, severity: str | None, width: int = 78) -> list[Text]:
-    """One frontend: its requests, then its latencies and load (one line when ``width`` allows)."""
+def frontend_lines(row: EndpointRow, f: FrontendSummary, severity: str | None, width: int = 78,
+                   label: str | None = None) -> list[Text]:
+    """One frontend: its requests, then its latencies and load (one line when ``width`` allows);
+    ``label``: its short name."""
     name = Text()
     if severity:
         name.append("● ", style=SEVERITY_FG.get(severity, "bold"))
-    name.append_text(log_text(row.name, style="bold"))
-    if width >= WIDE:
+    name.append_text(log_text(label or row.name, style="bold"))
+    if width >= WIDE and "frontend" not in (label or row.name).lower():  # not "frontend frontend"
         name.append(" frontend", style="bold")
     first = Text(f"{_per_s(f.requests_per_s)} req/s")
     pct = f.failed_pct
