@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from pdwatch.commands import SUMMARIES
@@ -21,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "and the fix, capacity. PATH is a file, a glob, a directory, - for stdin, or a Prometheus "
                     "server (prom+http://HOST:PORT[?match={job=\"vllm\"}] with --since).")
     parser.add_argument("paths", nargs="+", metavar="PATH")
-    parser.add_argument("--format", choices=["md", "html", "json"], default="md", help="report format (default md)")
+    parser.add_argument("--format", choices=["md", "html", "json"],
+                        help="report format (default: from -o's extension, .html or .json, else md)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
     parser.add_argument("--model-config", metavar="FILE",
                         help="the model's config.json: the capacity section (and the capacity rule) then use "
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if analysis.nothing_to_judge is not None:
         raise analysis.nothing_to_judge  # exit 3, one line, no report (and no file overwritten by one)
     report = data.build(analysis)
-    text = render(report, args.format)
+    text = render(report, output_format(args.format, args.output))
     if args.output:
         inputs = analysis.paths + [s for ep in analysis.store.endpoints() for s in ep.sources]
         write_atomically(args.output, text, inputs)
@@ -93,3 +95,11 @@ def render(report: dict, fmt: str) -> str:
         from pdwatch.views.report import html  # imported only when asked for
         return html.render(report)
     return markdown.render(report)
+
+
+def output_format(chosen: str | None, output: str | None) -> str:
+    """--format when given; else what -o's name says (report.html is HTML, report.json JSON), else Markdown."""
+    if chosen:
+        return chosen
+    suffix = os.path.splitext(output or "")[1].lower()
+    return {".html": "html", ".htm": "html", ".json": "json"}.get(suffix, "md")

@@ -124,3 +124,25 @@ def test_gate_as_written(tmp_path: Path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == shown
     assert '"rule": "kv_exhausted"' in (tmp_path / "kv.json").read_text()
+
+
+def test_the_first_steps_run_on_the_bundled_samples_as_written(tmp_path: Path):
+    """The three first-steps recipes name only what a clone has: samples/ and the demo."""
+    assert [recipe(name)[0].split()[:2] for name in ("first-replay", "first-report", "first-watch")] == \
+        [["pdwatch", "replay"], ["pdwatch", "report"], ["pdwatch", "demo"]]
+    (tmp_path / "samples").symlink_to(REPO / "samples")  # run from a copy of the checkout's top
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+
+    command, _ = recipe("first-report")
+    result = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "prefill-bound.html").read_text()
+    assert "Bottleneck: prefill" in page and 'class="overview"' in page
+
+    # Not a terminal here: the replay prints its findings as they fire, then the run's verdict.
+    command, _ = recipe("first-replay")
+    result = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"FIRING +critical kv_exhausted decode_w0", result.stdout), result.stdout
+    assert result.stderr.splitlines()[-1].startswith("pdwatch: the run: Bottleneck: decode KV cache"), result.stderr
+    # first-watch runs in a real terminal: tests/tui/test_tui_terminal_story.py

@@ -313,5 +313,8 @@ def test_a_headless_replay_says_how_far_it_is_and_what_it_found(monkeypatch):
     lines = err.getvalue().splitlines()
     progress = [line for line in lines if line.startswith("pdwatch: replay at ")]
     assert progress and all("% of the logs" in line for line in progress)
-    assert lines[-1].startswith("pdwatch: replay finished over 2026-05-29 13:57:51 - 14:02:29: ")
-    assert "warning" in lines[-1] and "still firing at the end of the logs" in lines[-1]
+    assert lines[-2].startswith("pdwatch: replay finished over 2026-05-29 13:57:51 - 14:02:29: ")
+    assert "warning" in lines[-2] and "still firing at the end of the logs" in lines[-2]
+    # then the run's verdict, the report's
+    from pdwatch.session.analysis import analyse
+    assert lines[-1] == f"pdwatch: the run: {analyse([str(PREFILL_BOUND)]).diagnosis.verdict.text}"

@@ -50,7 +50,7 @@ def test_replay_offers_the_first_trouble_and_f_jumps_there(size):
             assert await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.first_trouble is not None)
             snap = app.snapshot
             assert snap.clock < snap.first_trouble == first  # opens at the start; the trouble is ahead
-            assert "first trouble: critical kv_exhausted" in app._status and "f jumps there" in app._status
+            assert "f jumps to the first trouble: critical kv_exhausted on worker at 16:20:55" in app._status
             await pilot.press("f")
             assert await wait_for(pilot, lambda: app.snapshot.clock == pd.Timestamp(first))
             snap = app.snapshot

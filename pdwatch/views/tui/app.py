@@ -38,7 +38,7 @@ from .screens.seek import SeekScreen
 from .widgets.endpoint_pane import EndpointPane
 from .widgets.endpoints_table import EndpointsTable
 from .widgets.findings_table import FindingsTable
-from .widgets.format import clock_text
+from .widgets.format import clock_text, time_text
 from .widgets.frontend_strip import FrontendStrip
 from .widgets.header import DeploymentHeader
 from .widgets.keybar import KeyBar
@@ -361,8 +361,9 @@ class PdwatchApp(App):
                 and snap.clock is not None and snap.clock < snap.first_trouble:
             self._offered_first_trouble = True  # the replay opens at the start; the trouble is a key away
             first = min((f for f in snap.run_findings if f.start == snap.first_trouble), key=lambda f: severity_rank(f.severity))
-            self.set_status(f"the run's first trouble: {first.severity} {first.rule} on "
-                            f"{first.endpoint or 'the deployment'} at {clock_text(first.start)}; f jumps there")
+            where = labels.get(first.endpoint, first.endpoint) if first.endpoint else "the deployment"
+            self.set_status(f"f jumps to the first trouble: {first.severity} {first.rule} on {where} "
+                            f"at {time_text(first.start)}")
 
     CHARTS_EVERY_S = 2.0  # while the data moves, the charts are drawn again at most this often
     CHARTS_MIN_ROWS = 12
@@ -393,6 +394,8 @@ class PdwatchApp(App):
         """Each endpoint's short name (the job's shared name dropped), worked out again only when
         the endpoints change."""
         names = tuple(row.name for row in snap.endpoints)
+        # with the run history's endpoints too: a replay names the worker of its first trouble before the clock reaches it
+        names += tuple(sorted({f.endpoint for f in snap.run_findings if f.endpoint is not None} - set(names)))
         if names != self._label_names:
             self._label_names, self._short = names, short_names(names)
         return self._short
