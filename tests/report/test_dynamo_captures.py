@@ -176,9 +176,9 @@ def test_the_headline_from_the_logs_alone(name, tmp_path):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_replay_fires_what_the_report_found(name):
-    """The same findings on the replay's clock, within 10 s of the report's: a replay evaluates on
-    its own grid (an endpoint with no stats line at vLLM's default interval, 10 s) and reads the
-    logs only (the recorded /metrics, whose preemptions the report adds, are skipped there)."""
+    """The same findings on the replay's clock, within 10 s of the report's, from the command line
+    (the replay runs its rules on the report's grid and uses the recorded /metrics as the report
+    does; tests/session/test_one_story.py holds it to one stats interval and its end to the report)."""
     fired = {(e["rule"], e["endpoint"]): epoch(e["start"] if "start" in e else e.get("at"))
              for e in replay(name) if e.get("state", e.get("event")) in ("firing", "FIRING")}
     for w in EXPECTED["captures"][name]["expect"]:
