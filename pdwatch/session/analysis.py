@@ -487,27 +487,9 @@ def _add_prometheus(store: Store, proms: list[PrometheusSource]) -> list[SourceN
 
 
 def _preemptions_from_scrapes(store: Store, name: str, scrapes: list[Event]) -> int:
-    """The scrapes' preemption counts go to the log's stats lines that print none, interval by
-    interval, when the scrapes are close enough (3 stats intervals at most) to say which lines
-    had them; a count over a longer span stays out of the lines (they stay unknown)."""
-    interval = store.model.endpoints[name].facts.get("stats_interval_s") or 10.0
-    filled = 0
-    previous: dict[int, Any] = {}
-    carried: dict[int, float] = {}  # an increase over a span with no stats line goes to the next span
-    for event in scrapes:
-        engine = 0 if event.engine is None else event.engine
-        increase = event.values.get("preemptions")
-        if increase is not None and engine in previous and \
-                (event.ts - previous[engine]).total_seconds() <= 3 * interval:
-            total = increase + carried.pop(engine, 0.0)
-            done = store.spread_unknown(name, "preemptions", engine, previous[engine], event.ts, total)
-            if not done:  # no line between these two scrapes: the span grows to the next one
-                carried[engine] = total
-                continue
-            filled += done
-        carried.pop(engine, None)
-        previous[engine] = event.ts
-    return filled
+    """The scrapes' preemption counts go to the log's stats lines that print none (preemption_fill)."""
+    from pdwatch.session.preemption_fill import PreemptionFill
+    return PreemptionFill().feed(store, name, scrapes)
 
 
 def evaluation_times(store: Store, start: pd.Timestamp, end: pd.Timestamp) -> list[pd.Timestamp]:

@@ -39,6 +39,7 @@ from .clock import ReplayClock, WatchClock
 from .findings_feed import FindingsFeed, firing_now
 from .ingest import Ingest
 from .replay_buffer import ReplayBuffer
+from .preemption_fill import PreemptionFill
 from .replay_rules import ReplayRules
 from .replay_scrapes import replay_scrapes
 from .rows import SnapshotBuilder, headline, to_datetime
@@ -74,6 +75,7 @@ class LiveSession:
         self._feed = FindingsFeed()
         self._findings: list[Finding] = []
         self._log_stats_endpoints: set[str] = set()  # endpoints whose own stats lines arrived
+        self._preemption_fill = PreemptionFill()  # watch: a scrape's preemptions to its log's lines
         self._wall = wall
         self._tz = tz
         self._watch = WatchClock(wall_utc)
@@ -216,6 +218,7 @@ class LiveSession:
         self.store = Store(DeploymentModel(self._specs))
         self.store.scrape_sources = frozenset(self._scrape_homes)
         self._log_stats_endpoints.clear()
+        self._preemption_fill = PreemptionFill()
         self.engine = RuleEngine(self.rules)
         self._grid.reset()
         self._rows.reset(self.store)
@@ -357,7 +360,10 @@ class LiveSession:
             return
         if self._scrape_homes:
             self._home_scrapes(events)
-        self.store.add(self._without_shadowed_scrapes(events))
+        shadowed: dict[str, list[Event]] = {}
+        self.store.add(self._without_shadowed_scrapes(events, shadowed))
+        for name, scrapes in shadowed.items():  # their preemptions go to the log's lines, as in report
+            self._preemption_fill.feed(self.store, name, scrapes)
         self._rows.note(events)
 
     def _home_scrapes(self, events: list[Event]) -> None:
@@ -372,7 +378,7 @@ class LiveSession:
                 model.attach(event.source, model.endpoints[home])
             model.endpoint_of(event.source).facts["stats_from_metrics"] = True
 
-    def _without_shadowed_scrapes(self, events: list[Event]) -> list[Event]:
+    def _without_shadowed_scrapes(self, events: list[Event], shadowed: dict[str, list[Event]]) -> list[Event]:
         """An endpoint watched through both its log and its /metrics URL is counted once: its
         stats lines win (as in ``pdwatch report``); the scrapes fill in only until they come, and
         the rows they filled in are dropped then, so the series has one source and one cadence
@@ -390,6 +396,8 @@ class LiveSession:
             if event.kind == "stats" and self._is_scrape(event.source):
                 endpoint = endpoint_of(event.source, event.labels)
                 if endpoint.name in self._log_stats_endpoints:
+                    if endpoint.role != "frontend":
+                        shadowed.setdefault(endpoint.name, []).append(event)  # (``shadowed``: their preemptions)
                     continue
                 endpoint.facts["stats_from_metrics"] = True
             kept.append(event)
