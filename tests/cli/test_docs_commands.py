@@ -27,14 +27,16 @@ def commands() -> list[tuple[str, str]]:
     out = []
     for page in PAGES:
         text = page.read_text()
-        recipes = {m.start() for m in re.finditer(r"<!-- recipe: \w+ -->\n", text)}
+        recipes = {m.start() for m in re.finditer(r"<!-- recipe: [\w-]+ -->\n", text)}
         for block in _FENCE.finditer(text):
             if any(0 <= block.start() - r < 40 for r in recipes):
                 continue
-            for line in block.group(2).splitlines():
-                line = re.split(r"\s+#\s|\s+\|\|\s|\s+&\s*$", line.strip())[0].rstrip(" &")
-                if line.startswith("pdwatch ") and " [" not in line and not line.endswith("\\"):
-                    out.append((page.relative_to(REPO).as_posix(), line))
+            for text_line in block.group(2).splitlines():
+                text_line = re.split(r"\s+#\s|\s+\|\|\s", text_line.strip())[0]
+                for line in re.split(r"\s+&(?:\s+|$)", text_line):  # `a & b`: two commands
+                    line = line.strip().rstrip(" &")
+                    if line.startswith("pdwatch ") and " [" not in line and not line.endswith("\\"):
+                        out.append((page.relative_to(REPO).as_posix(), line))
     return out
 
 

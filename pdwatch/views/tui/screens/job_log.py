@@ -23,6 +23,8 @@ from textual.widgets import Footer, Input, Static
 from pdwatch.events.job_log import JobLine, JobLog, JobWindow
 
 from ..widgets.format import log_text
+from ..widgets.short_names import short_names
+from .line_search import LineSearch
 
 WINDOW_LINES = 300  # lines read each side of the position
 LEVEL_FILTERS = (None, "INFO", "WARNING", "ERROR")
@@ -32,22 +34,8 @@ BODY_STYLE = {"ERROR": "red", "WARNING": "yellow", "DEBUG": "dim"}
 ENDPOINT_STYLES = ("cyan", "magenta", "blue", "bright_green", "bright_cyan", "bright_magenta")
 
 
-def short_names(names: list[str]) -> dict[str, str]:
-    """Each name without the start all of them share (``agg.frontend``, ``agg.worker`` ->
-    ``frontend``, ``worker``), cut at a separator; the whole names when one would be left empty."""
-    if len(names) < 2:
-        return {n: n for n in names}
-    first, last = min(names), max(names)
-    common = 0
-    while common < len(first) and common < len(last) and first[common] == last[common]:
-        common += 1
-    cut = max((first.rfind(sep, 0, common) for sep in "._-/ :"), default=-1) + 1
-    if cut <= 0 or any(len(n) <= cut for n in names):
-        return {n: n for n in names}
-    return {n: n[cut:] for n in names}
-
-
-class JobLogScreen(Screen):
+class JobLogScreen(LineSearch, Screen):
+    SEARCH_BOX, BODY = "#job-search", "#job-body"
     BINDINGS = [
         Binding("escape,q", "close", "close"),
         Binding("e", "next_endpoint", "endpoint"),
@@ -236,30 +224,6 @@ class JobLogScreen(Screen):
         self.dismiss(None)
 
     # -- search -------------------------------------------------------------------------------------
-    def action_search(self) -> None:
-        box = self.query_one("#job-search", Input)
-        box.add_class("-open")
-        box.value = self.query_text
-        box.focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        box = self.query_one("#job-search", Input)
-        box.remove_class("-open")
-        self.query_one("#job-body").focus()
-        self._find(event.value)
-
-    def on_key(self, event) -> None:
-        box = self.query_one("#job-search", Input)
-        if event.key == "escape" and box.has_class("-open"):
-            event.stop()
-            event.prevent_default()
-            box.remove_class("-open")
-            self.query_one("#job-body").focus()
-
-    def _current_index(self) -> int:
-        return self.matches[self.current] if 0 <= self.current < len(self.matches) else -1
-
     def _find(self, text: str, scroll: bool = True) -> None:
         self.query_text = text
         window = self.window
@@ -285,21 +249,6 @@ class JobLogScreen(Screen):
         name = self._label_of(line)
         self._say(f"“{self.query_text}”: match {self.current + 1} of {len(self.matches)}, "
                   f"{self._short_names.get(name, name)} line {line.line_no:,} (n next, N previous)")
-
-    def _step(self, delta: int) -> None:
-        if not self.matches:
-            self._say("no search yet (/ to search)" if not self.query_text else "no match in these lines")
-            return
-        self.current = (self.current + delta) % len(self.matches)
-        self._announce()
-        self._render_lines()
-        self._scroll_to_index(self.matches[self.current])
-
-    def action_next_match(self) -> None:
-        self._step(1)
-
-    def action_previous_match(self) -> None:
-        self._step(-1)
 
     def _say(self, text: str) -> None:
         self.query_one("#job-status", Static).update(Text(text))

@@ -19,9 +19,12 @@ from textual.widgets import Footer, Input, Static
 from pdwatch.sources.window import DEFAULT_CONTEXT, LogWindow, read_window
 
 from ..widgets.format import log_text
+from .line_search import LineSearch
 
 
-class LogViewerScreen(Screen):
+class LogViewerScreen(LineSearch, Screen):
+    SEARCH_BOX, BODY = "#log-search", "#log-body"
+    NO_MATCH_HERE = "no match in this window"
     BINDINGS = [
         Binding("escape,q", "close", "close"),
         Binding("slash", "search", "search", key_display="/"),
@@ -111,35 +114,11 @@ class LogViewerScreen(Screen):
                 out.append("\n")
         self.query_one("#log-lines", Static).update(out)
 
-    def _current_index(self) -> int:
-        return self.matches[self.current] if 0 <= self.current < len(self.matches) else -1
-
     def _scroll_to_index(self, index: int) -> None:
         body = self.query_one("#log-body", VerticalScroll)
         body.scroll_to(y=max(0, index - max(body.size.height // 2, 1)), animate=False)
 
     # -- search ---------------------------------------------------------------------------------
-    def action_search(self) -> None:
-        box = self.query_one("#log-search", Input)
-        box.add_class("-open")
-        box.value = self.query_text
-        box.focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        box = self.query_one("#log-search", Input)
-        box.remove_class("-open")
-        self.query_one("#log-body").focus()
-        self._find(event.value)
-
-    def on_key(self, event) -> None:
-        box = self.query_one("#log-search", Input)
-        if event.key == "escape" and box.has_class("-open"):
-            event.stop()
-            event.prevent_default()
-            box.remove_class("-open")
-            self.query_one("#log-body").focus()
-
     def _find(self, text: str, scroll: bool = True) -> None:
         self.query_text = text
         window = self.window
@@ -167,21 +146,6 @@ class LogViewerScreen(Screen):
         number = window.first + self.matches[self.current] if window else 0
         self._say(f"“{self.query_text}”: match {self.current + 1} of {len(self.matches)}, line {number:,} "
                   "(n next, N previous)")
-
-    def _step(self, delta: int) -> None:
-        if not self.matches:
-            self._say("no search yet (/ to search)" if not self.query_text else "no match in this window")
-            return
-        self.current = (self.current + delta) % len(self.matches)
-        self._announce()
-        self._render_lines()
-        self._scroll_to_index(self.matches[self.current])
-
-    def action_next_match(self) -> None:
-        self._step(1)
-
-    def action_previous_match(self) -> None:
-        self._step(-1)
 
     # -- the window -----------------------------------------------------------------------------
     def action_earlier(self) -> None:
