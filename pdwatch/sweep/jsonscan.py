@@ -137,13 +137,14 @@ class _Chunks:
     def skip_scalar(self) -> None:
         while True:
             end = _SCALAR_TOKEN.match(self.buf, self.pos).end()
-            if end < len(self.buf) or self.eof:
+            if end < len(self.buf):
                 if end == self.pos:
-                    raise _Stop(f"invalid JSON at byte {self.offset}: unexpected {chr(self.buf[self.pos])!r}"
-                                if end < len(self.buf) else f"truncated JSON at byte {self.offset}")
+                    raise _Stop(f"invalid JSON at byte {self.offset}: unexpected {chr(self.buf[self.pos])!r}")
                 self.pos = end
                 return
-            self.refill()
+            # a value inside an object never ends the file: at the end, it was cut short
+            self.pos = end
+            self.need_more()
 
     def value(self, keep: bool) -> tuple[bool, Any]:
         """Read one value at ``pos``; return (kept, value). Unkept values are skipped."""
