@@ -81,7 +81,7 @@ class _Chunks:
 
     def need_more(self) -> None:
         if not self.refill():
-            raise _Stop(f"truncated JSON at byte {self.offset}")
+            raise _Stop(f"truncated JSON at byte {self.base + len(self.buf)}")  # where the data ended
 
     def skip_space(self) -> None:
         while True:
@@ -135,10 +135,13 @@ class _Chunks:
                     return
 
     def skip_scalar(self) -> None:
+        """A number, true, false, null, NaN or Infinity: stop at the first byte that cannot belong to one."""
+        read_any = False
         while True:
             end = _SCALAR_TOKEN.match(self.buf, self.pos).end()
+            read_any = read_any or end > self.pos
             if end < len(self.buf):
-                if end == self.pos:
+                if not read_any:
                     raise _Stop(f"invalid JSON at byte {self.offset}: unexpected {chr(self.buf[self.pos])!r}")
                 self.pos = end
                 return
