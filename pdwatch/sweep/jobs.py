@@ -82,11 +82,12 @@ def find_jobs(paths: Iterable[str | Path]) -> list[Job]:
             raise UsageError(f"{given}: no such file or directory")
         if not path.is_dir():
             raise UsageError(f"{given}: not a folder (give an srt-slurm job folder or a folder of jobs)")
-        found = [job for job in _jobs_under(path, SEARCH_DEPTH) if job.folder.resolve() not in seen]
+        found = _jobs_under(path, SEARCH_DEPTH)
         if not any(job.has_results for job in found):
             raise UsageError(f"{given}: {NO_RESULTS}")
-        seen.update(job.folder.resolve() for job in found)
-        jobs += found
+        new = [job for job in found if job.folder.resolve() not in seen]  # paths may overlap
+        seen.update(job.folder.resolve() for job in new)
+        jobs += new
     return jobs
 
 
