@@ -9,7 +9,7 @@ import pytest
 
 from pdwatch.sweep.jobs import read_job
 from pdwatch.sweep.results import GpuCount, gpus_from_metadata, read_result_file, read_rollup
-from tests.sweep.fixture_paths import AGG_JOB, AGG_RESULTS, DISAGG_RESULTS, LEGACY_JOB, ROLLUP_JOB
+from tests.sweep.fixture_paths import AGG_RESULTS, DISAGG_RESULTS, LEGACY_JOB, ROLLUP_JOB
 
 
 def test_an_sa_bench_file_gives_its_figures_and_the_gpus_in_its_name():
