@@ -115,9 +115,9 @@ def main() -> None:
         "throughput: 630.1 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.5%, Prefix cache hit rate: 0.0%\n")
     (logs / "cpunode1_frontend_0.out").write_text(
         "2026-12-03T10:54:20.511Z  INFO dynamo_llm::http::service::service_v2: Starting HTTP service on: 127.0.0.1:8700\n")
-    with gzip.open(logs / "raw_prometheus.jsonl.gz", "wt") as scrapes:
+    with gzip.GzipFile(logs / "raw_prometheus.jsonl.gz", "wb", mtime=0) as scrapes:  # mtime 0: same bytes each run
         scrapes.write(json.dumps({"timestamp_ns": 1796295271000000000, "endpoint_url": "http://127.0.0.1:8701/metrics",
-                                  "role": "agg", "worker_id": "agg_w0", "text": "vllm:num_requests_running 2.0\n"}) + "\n")
+                                  "role": "agg", "worker_id": "agg_w0", "text": "vllm:num_requests_running 2.0\n"}).encode() + b"\n")
     write_json(agg / "4242001.json", {
         "job_id": "4242001", "job_name": "cpu-tiny-qwen3-agg-sa-bench",
         "resources": {"gpu_type": "cpu", "gpus_per_node": 1, "prefill_nodes": 0, "decode_nodes": 0, "agg_nodes": 1,
