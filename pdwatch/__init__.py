@@ -12,6 +12,8 @@ Data flows one way, and each part imports only from the parts listed above it
                 of lines, scrapes and notices
 - ``events``    sources -> parsers: the event stream, big files on every core, recorded scrapes
 - ``model``     events -> the deployment (endpoints, roles, GPUs), start-up facts, the pandas store, the headline
+- ``sweep``     srt-slurm benchmark jobs -> sweep points: result files read in bounded memory, each run's
+                time window, the Pareto axes named, the points the result file alone shows invalid
 - ``capacity``  KV arithmetic from a model's config.json, and each endpoint's capacity
 - ``diagnosis`` findings + the store -> one diagnosis: the verdict, the findings grouped, the endpoints worst first
 - ``session``   the pipeline driven: the post-mortem analysis and the live watch/replay session
