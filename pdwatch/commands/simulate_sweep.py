@@ -57,7 +57,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if not topo.disaggregated:
-        raise UsageError(f"--topology {topology}: a sweep job is written for a prefill/decode deployment (NxDEPa-MxDEPb)")
+        raise UsageError(f"--topology {topology}: a sweep job is written for a prefill/decode deployment "
+                         "(NxDEPa-MxDEPb)")
     isl = args.isl if args.isl is not None else SWEEP_DEFAULTS["isl"]
     osl = args.osl if args.osl is not None else SWEEP_DEFAULTS["osl"]
     for flag, value in (("--isl", isl), ("--osl", osl)):

@@ -22,7 +22,8 @@ RESULT_KEYS = {"date", "backend", "model_id", "tokenizer_id", "num_prompts", "re
                "max_concurrency", "duration", "completed", "total_input_tokens", "total_output_tokens",
                "request_throughput", "output_throughput", "total_token_throughput", "input_lens", "output_lens",
                "ttfts", "itls", "generated_texts", "errors",
-               *(f"{stat}_{m}_ms" for stat in ("mean", "median", "std", "p99") for m in ("ttft", "tpot", "itl", "e2el"))}
+               *(f"{stat}_{metric}_ms" for stat in ("mean", "median", "std", "p99")
+                 for metric in ("ttft", "tpot", "itl", "e2el"))}
 
 
 @pytest.fixture(scope="module")

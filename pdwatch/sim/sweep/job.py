@@ -27,7 +27,7 @@ import yaml
 from pdwatch.sim.logwriter import LogOptions, LogRun
 from pdwatch.sim.model import ModelProfile, RoleSettings, SimConfig
 
-from .client import RunRecord, SweepPlan, SweepSimulation
+from .client import SweepPlan, SweepSimulation
 from .results import printed_block, result_json
 
 START = datetime(2026, 5, 29, 14, 0, 0, tzinfo=timezone.utc)
@@ -331,6 +331,10 @@ def _readme(job: SweepJob, sim: SweepSimulation, plan: SweepPlan, interval: floa
                "preemptions); below it nothing binds but the decode step time" if exhausted is not None
                else "the decode KV cache never runs out in this sweep")
     override = cfg.decode.num_gpu_blocks_override
+    capacity = sim.decode_engines[0].cfg.kv_capacity
+    cache = (f"The decode workers run with `--num-gpu-blocks-override {override}` ({override} blocks of "
+             f"{cfg.model.block_size} tokens per engine)" if override is not None
+             else f"The decode KV cache is what memory holds ({capacity:,} tokens per engine)")
     return f"""# Simulated sa-bench sweep, job {job.job_id}
 
 Simulated, not measured (`pdwatch simulate --sweep`): one deployment `{cfg.topology}` ({topo.gpus}
@@ -342,10 +346,13 @@ under `--max-concurrency C`), each client starting with a single test prompt; be
 load drops to nothing for a few seconds. ISL/OSL {cfg.isl}/{cfg.osl} (random_range_ratio
 {cfg.range_ratio}), stats every {interval:g} s. Every clock is UTC.
 
-The decode workers run with `--num-gpu-blocks-override {override}` ({override} blocks of
-{cfg.model.block_size} tokens per engine), so {verdict}.
+{cache}, so {verdict}.
 
-| C | window (UTC) | output tok/s | output tok/s/GPU | tok/s/user | median TTFT ms | median TPOT ms | decode KV max | decode waiting max (per engine) | decode preemptions |
+The simulator's own decode state per point: KV usage and waiting requests are the highest of
+any decode engine during the window, preemptions the sum over them.
+
+| C | window (UTC) | output tok/s | tok/s/GPU | tok/s/user | median TTFT ms | median TPOT ms | decode KV max | \
+decode waiting max | decode preemptions |
 |---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
