@@ -342,7 +342,8 @@ class Engine:
         return len(self.loading)
 
     def kv_fraction(self) -> float:
-        return self.kv_used / self.cfg.kv_capacity if self.cfg.kv_capacity else 0.0
+        # max: the fluid sums leave float dust below 0 when the engine empties ("-0.0%" in an idle line)
+        return max(0.0, self.kv_used / self.cfg.kv_capacity) if self.cfg.kv_capacity else 0.0
 
     def in_flight(self) -> int:
         return len(self.waiting) + len(self.prefilling) + len(self.pending) + len(self.loading) + self.n_running
