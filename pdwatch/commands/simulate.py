@@ -11,6 +11,7 @@ from pathlib import Path
 import regex
 
 from pdwatch.commands import SUMMARIES
+from pdwatch.commands.simulate_sweep import add_sweep_arguments, run_sweep
 from pdwatch.errors import UsageError
 from pdwatch.sim import NOISE_LEVELS, STYLES, LogOptions, SimConfig, parse_topology
 from pdwatch.sim import run as run_simulation
@@ -62,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Simulate a prefill/decode-disaggregated vLLM deployment (a benchmark client at concurrency "
                     "CC, prefill and decode endpoints with finite capacity) and write the log files each endpoint "
                     "would write, named like srt-slurm names them. Fast-forward by default; --realtime appends "
-                    "lines at wall-clock pace so `pdwatch parse --follow` can watch them.",
+                    "lines at wall-clock pace so `pdwatch parse --follow` can watch them. --sweep runs one "
+                    "deployment at several concurrencies and writes an srt-slurm sa-bench job folder.",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="folder to write the logs into (new or empty)")
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), metavar="NAME",
@@ -74,7 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="also write a recorded /metrics scrape per endpoint every S seconds, into DIR/metrics "
                              "(default 0: none)")
     parser.add_argument("--realtime", action="store_true", help="append lines at wall-clock pace (Ctrl-C to stop)")
-    parser.set_defaults(run=run)
+    add_sweep_arguments(parser)
+    # None = not given: a sweep has its own defaults (SWEEP_DEFAULTS), a single run the ones in the help
+    parser.set_defaults(run=run, noise=None, interval=None)
 
 
 def build_config(args: argparse.Namespace) -> tuple[SimConfig, LogOptions]:
@@ -136,6 +140,10 @@ def check_out_dir(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.sweep is not None:
+        return run_sweep(args)
+    args.noise = args.noise or "full"
+    args.interval = args.interval if args.interval is not None else 10.0
     cfg, opts = build_config(args)
     check_out_dir(args.out)
     if args.realtime:

@@ -71,7 +71,7 @@ _WHERE_UP = {
     "serve": "api_server.py:1880", "stats": "loggers.py:271", "spec": "metrics.py:101", "xfer": "metrics.py:103",
     "no_stats": "loggers.py:1297", "nixl_fail": "worker.py:690", "recovered": "scheduler.py:2343",
     "expired": "worker.py:1780", "fatal": "core.py:1188", "output_handler": "async_llm.py:708",
-    "proc_died": "utils.py:921", "warmup": "base.py:380",
+    "proc_died": "utils.py:921", "warmup": "base.py:380", "blocks_override": "kv_cache_utils.py:1722",
 }
 _WHERE_014 = {
     **_WHERE_UP, "version": "api_server.py:1839", "args": "utils.py:253", "arch": "model.py:1510",
@@ -322,6 +322,11 @@ class EndpointLog:
                 f"to fully utilize gpu memory. Current kv cache memory in use is {int(mem.kv_gib * 2**30)} bytes."))
         kv_gib = format_gib(mem.kv_gib) if st.format_gib else f"{mem.kv_gib:.2f}"
         self.core(t3 + 2.0, rank, "INFO", "kv_mem", f"Available KV cache memory: {kv_gib} GiB")
+        override = ep.settings.num_gpu_blocks_override
+        if override is not None:
+            memory_blocks = mem.kv_tokens(model.kv_bytes_per_token, cfg.block_size) // cfg.block_size
+            self.core(t3 + 2.05, rank, "INFO", "blocks_override",
+                      f"Overriding num_gpu_blocks={memory_blocks} with num_gpu_blocks_override={override}")
         self.core(t3 + 2.1, rank, "INFO", "kv_size", f"GPU KV cache size: {cfg.kv_capacity:,} tokens")
         conc = cfg.kv_capacity / model.max_model_len
         self.core(t3 + 2.1, rank, "INFO", "max_conc",
@@ -401,6 +406,8 @@ class EndpointLog:
             parts.append(("speculative_config", f"{{'method': 'mtp', 'num_speculative_tokens': {s.spec_tokens}}}"))
         if s.max_cudagraph_capture_size is not None:
             parts.append(("max_cudagraph_capture_size", str(s.max_cudagraph_capture_size)))
+        if s.num_gpu_blocks_override is not None:
+            parts.append(("num_gpu_blocks_override", str(s.num_gpu_blocks_override)))
         if not self.style.dynamo and run.opts.noise == "quiet":
             parts.append(("disable_uvicorn_access_log", "True"))
         if run.sim.topology.disaggregated:

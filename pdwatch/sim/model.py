@@ -115,6 +115,7 @@ class RoleSettings:
     gpu_memory_utilization: float = 0.92
     ssm_conv_layout: str | None = "DS"  # VLLM_SSM_CONV_STATE_LAYOUT, None = unset
     block_size: int | None = None  # attention block size; None = the model's
+    num_gpu_blocks_override: int | None = None  # --num-gpu-blocks-override: KV blocks per engine, whatever memory holds
     defaults: tuple[str, ...] = ()  # settings left at vLLM's default (not in non-default args)
 
 
@@ -251,7 +252,7 @@ class SimConfig:
 class Request:
     __slots__ = ("rid", "isl", "osl", "sent_at", "state", "need", "remaining", "gen", "gen_start",
                  "g_start", "kv_base", "epoch", "prefill_engine", "decode_engine", "xfer_fails",
-                 "xfer_ms")
+                 "xfer_ms", "first_token_at")
 
     def __init__(self, rid: int, isl: int, osl: int, sent_at: float) -> None:
         self.rid = rid
@@ -270,6 +271,7 @@ class Request:
         self.decode_engine: Engine | None = None
         self.xfer_fails = False
         self.xfer_ms = 0.0
+        self.first_token_at: float | None = None  # when the client got its first output token
 
     @property
     def request_id(self) -> str:
@@ -340,7 +342,8 @@ class Engine:
         return len(self.loading)
 
     def kv_fraction(self) -> float:
-        return self.kv_used / self.cfg.kv_capacity if self.cfg.kv_capacity else 0.0
+        # max: the fluid sums leave float dust below 0 when the engine empties ("-0.0%" in an idle line)
+        return max(0.0, self.kv_used / self.cfg.kv_capacity) if self.cfg.kv_capacity else 0.0
 
     def in_flight(self) -> int:
         return len(self.waiting) + len(self.prefilling) + len(self.pending) + len(self.loading) + self.n_running
@@ -473,9 +476,11 @@ class Engine:
             blocks = math.ceil(req.isl / self.cfg.block_size)
             descriptors = float((blocks * self.sim.cfg.model.attn_layers + self.sim.cfg.model.gdn_layers) * 2)
             self.xfer_samples.append((req.xfer_ms, mib, descriptors))
-            self._start_running(req, kv_base=float(req.isl))
+            self._start_running(req, kv_base=float(req.isl), now=now)
 
-    def _start_running(self, req: Request, kv_base: float) -> None:
+    def _start_running(self, req: Request, kv_base: float, now: float) -> None:
+        if req.first_token_at is None:  # the engine's next step samples it (a recompute keeps the first one)
+            req.first_token_at = now + self.cfg.step_time(self.n_running + 1, 0.0)
         remaining_out = req.osl - req.gen
         if remaining_out <= _EPS:
             self.kv_used -= kv_base
@@ -526,9 +531,11 @@ class Engine:
             self.kv_used += 1
             req.gen = 1.0
             req.decode_engine = self
-            self._start_running(req, kv_base=float(req.isl) + 1)
+            if req.first_token_at is None:
+                req.first_token_at = now
+            self._start_running(req, kv_base=float(req.isl) + 1, now=now)
         else:  # decode: a recomputed prompt (preempted, or its KV pull failed)
-            self._start_running(req, kv_base=float(req.need))
+            self._start_running(req, kv_base=float(req.need), now=now)
 
     def _preempt_if_full(self, now: float) -> None:
         while self.kv_used > self.cfg.kv_capacity + _EPS and self.n_running:
@@ -674,6 +681,8 @@ class Simulation:
             block = settings.block_size or cfg.model.block_size
             # An engine over several GPUs (TEP/TP) shards the KV heads: its capacity is the sum of its GPUs'.
             kv_tokens = mem.kv_tokens(cfg.model.kv_bytes_per_token, block) * group.gpus_per_engine
+            if settings.num_gpu_blocks_override is not None:
+                kv_tokens = settings.num_gpu_blocks_override * block
             if kv_tokens < cfg.isl + cfg.osl:
                 raise ValueError(f"{role}: the KV cache ({kv_tokens} tokens) cannot hold one request")
             ecfg = EngineConfig(role, PERF[role], settings.max_num_seqs, settings.max_num_batched_tokens, kv_tokens,
@@ -723,7 +732,7 @@ class Simulation:
         return sum(e.in_flight() for e in self.engines)
 
     # --- client and router -------------------------------------------------------------------
-    def _send(self, at: float) -> None:
+    def _send(self, at: float) -> Request:
         lo = max(1, int(self.cfg.isl * self.cfg.range_ratio))
         isl = self.rng.randint(lo, self.cfg.isl)
         osl = self.rng.randint(max(1, int(self.cfg.osl * self.cfg.range_ratio)), self.cfg.osl)
@@ -734,12 +743,14 @@ class Simulation:
         if engine is None:
             self.failed += 1
             self.occur(Occurrence(at, "failed", self.engines[0], req, {"reason": "no prefill worker"}))
+            req.state = "failed"
             self._reschedule(at)
-            return
+            return req
         req.prefill_engine = engine
         engine.enqueue(req)
         if self.record_requests:
             self.occur(Occurrence(at, "route_prefill", engine, req))
+        return req
 
     def _pick(self, engines: list[Engine], load) -> Engine | None:
         best: list[Engine] = []
