@@ -79,6 +79,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_sweep_arguments(parser)
     # None = not given: a sweep has its own defaults (SWEEP_DEFAULTS), a single run the ones in the help
     parser.set_defaults(run=run, noise=None, interval=None)
+    for action in parser._actions:
+        if action.dest == "noise":
+            action.help = "full: per-request access and router lines; quiet: those off (default full; quiet in a --sweep)"
+        elif action.dest == "interval":
+            action.help = "VLLM_LOG_STATS_INTERVAL: seconds between stats lines (default 10; 2 in a --sweep)"
 
 
 def build_config(args: argparse.Namespace) -> tuple[SimConfig, LogOptions]:
