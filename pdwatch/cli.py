@@ -21,6 +21,7 @@ COMMANDS = {
     "report": "pdwatch.commands.report",
     "rules": "pdwatch.commands.rules_cmd",
     "simulate": "pdwatch.commands.simulate",
+    "sweep": "pdwatch.commands.sweep",
     "demo": "pdwatch.commands.demo",
     "capacity": "pdwatch.commands.capacity",
     "watch": "pdwatch.commands.watch",  # registers replay too

@@ -10,4 +10,5 @@ SUMMARIES = {
     "watch": "follow live logs: dashboard, or one line per finding as it fires and clears",
     "replay": "play finished logs on their own clock: dashboard, or findings as they fire",
     "record": "save timestamped /metrics scrapes of vLLM servers for later analysis",
+    "sweep": "srt-slurm benchmark sweeps: the Pareto frontier, with what limits each point (md, html, json)",
 }

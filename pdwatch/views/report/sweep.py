@@ -1,0 +1,161 @@
+"""``pdwatch sweep``'s output: the judged points and the frontier as one dict (the JSON contract,
+docs/sweep.md), and that dict as Markdown or as text for a terminal (with a plotext chart).
+
+The dict is built once (``build``); every format renders it, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pdwatch.session.sweep_verdicts import JudgedPoint, JudgedSweep
+from pdwatch.sweep import AXES
+from pdwatch.sweep.frontier import frontier, limit_changes
+
+Y_AXES = {"output": "output_tokens_per_s_per_gpu", "total": "total_tokens_per_s_per_gpu"}
+X_AXIS = "tokens_per_s_per_user"
+
+
+def build(sweep: JudgedSweep, y: str = "output") -> dict[str, Any]:
+    y_key = Y_AXES[y]
+    points = [_point(p, y_key) for p in sweep.points]
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    for p in points:
+        jobs.setdefault(p["job"], []).append(p)
+    fronts = []
+    for job, members in jobs.items():
+        drawable = [(i, p["tps_per_user"], p["tps_per_gpu"]) for i, p in enumerate(members)
+                    if p["valid"] and p["tps_per_user"] is not None and p["tps_per_gpu"] is not None]
+        keys = frontier(drawable)
+        on = sorted((members[i] for i in keys), key=lambda p: p["concurrency"] or 0)
+        for p in on:
+            p["on_frontier"] = True
+        limits = limit_changes([(p["concurrency"], _limit(p)) for p in on if p["concurrency"] is not None])
+        fronts.append({"job": job, "configuration": members[0]["configuration"],
+                       "points": [{"job": job, "concurrency": p["concurrency"]} for p in on], "limits": limits})
+    return {
+        "axes": {"x": _axis(X_AXIS), "y": _axis(y_key)},
+        "timezone": sweep.timezone,
+        "notes": list(sweep.notes),
+        "points": points,
+        "frontier": [q for f in fronts for q in f["points"]],
+        "frontiers": fronts,
+        "comparison": _compare(fronts, points) if len(fronts) > 1 else "",
+    }
+
+
+def _axis(key: str) -> dict[str, str]:
+    axis = AXES[key]
+    return {"key": key, "label": axis.label, "unit": axis.unit, "definition": axis.definition}
+
+
+def _point(j: JudgedPoint, y_key: str) -> dict[str, Any]:
+    p, r, w, v = j.point, j.point.result, j.point.window, j.verdict
+    return {
+        "job": p.job_id, "configuration": j.configuration, "result_file": str(r.path),
+        "concurrency": p.concurrency, "gpus": r.gpus.total if r.gpus else None,
+        "output_throughput": r.output_throughput, "total_token_throughput": r.total_token_throughput,
+        "tps_per_gpu": getattr(p, y_key), "output_tps_per_gpu": p.output_tokens_per_s_per_gpu,
+        "total_tps_per_gpu": p.total_tokens_per_s_per_gpu, "tps_per_user": p.tokens_per_s_per_user,
+        "mean_ttft_ms": r.ttft.mean_ms if r.ttft else None, "mean_tpot_ms": r.tpot.mean_ms if r.tpot else None,
+        "window": None if w is None else {"start": _utc(w.start), "end": _utc(w.end), "source": w.source,
+                                          "timezone_assumed": str(w.timezone)},
+        "valid": j.valid, "invalid_reasons": list(j.invalid_reasons), "on_frontier": False,
+        "verdict": None if v is None else {
+            "text": v.text, "title": v.title, "rule": v.rule, "severity": v.severity, "endpoint": v.endpoint,
+            "summary": v.summary, "evidence": [{"source": s, "line": n} for s, n in v.evidence]},
+    }
+
+
+def _utc(when: Any) -> str:
+    import pandas as pd
+    return pd.Timestamp(when).tz_convert("UTC").isoformat()
+
+
+def _limit(p: dict[str, Any]) -> str:
+    v = p["verdict"]
+    if v is None:
+        return "not judged"
+    if v["rule"] is None:
+        return "no bottleneck found"
+    what = v["title"].split(": ", 1)[-1]
+    return f"{what[:1].lower()}{what[1:]} ({v['rule']})"
+
+
+def _compare(fronts: list[dict[str, Any]], points: list[dict[str, Any]]) -> str:
+    """Which job leads, and by how much, at the tokens/s per user they can both serve."""
+    by_job = {f["job"]: [p for p in points if p["job"] == f["job"] and p["on_frontier"]] for f in fronts}
+    best = {job: max((p["tps_per_gpu"] for p in ps), default=0.0) for job, ps in by_job.items()}
+    ranked = sorted(best, key=best.get, reverse=True)
+    lead, second = ranked[0], ranked[1]
+    if not best[second]:
+        return f"job {lead} leads; job {second} has no valid point"
+    pct = 100.0 * (best[lead] - best[second]) / best[second]
+    return f"job {lead}'s best point is {pct:.0f}% ahead of job {second}'s in tokens/s per GPU"
+
+
+# -- Markdown ------------------------------------------------------------------------------------
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    return "?" if value is None else f"{value:,.{digits}f}"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(data: dict[str, Any]) -> str:
+    ax = data["axes"]
+    out = ["# pdwatch sweep", "",
+           f"Axes: x = {ax['x']['label']} ({ax['x']['definition']}); y = {ax['y']['label']} ({ax['y']['definition']}). "
+           f"benchmark.out's times taken as {data['timezone']}.", ""]
+    for note in data["notes"]:
+        out.append(f"> {_cell(note)}")
+    out += ["| job | configuration | C | TPS/GPU | TPS/user | TTFT ms | TPOT ms | verdict | valid |",
+            "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    for p in data["points"]:
+        v = p["verdict"]
+        verdict = "not judged" if v is None else (v["title"] + (f" (`{v['rule']}`)" if v["rule"] else ""))
+        if v and v["evidence"]:
+            verdict += f" — {_cell(v['evidence'][0]['source'])}:{v['evidence'][0]['line']}"
+        valid = ("yes" + (", frontier" if p["on_frontier"] else "")) if p["valid"] else \
+            "no: " + "; ".join(p["invalid_reasons"])
+        out.append(f"| {_cell(p['job'])} | {_cell(p['configuration'])} | {p['concurrency'] or '?'} | "
+                   f"{_fmt(p['tps_per_gpu'])} | {_fmt(p['tps_per_user'])} | {_fmt(p['mean_ttft_ms'], 0)} | "
+                   f"{_fmt(p['mean_tpot_ms'])} | {_cell(verdict)} | {_cell(valid)} |")
+    out += ["", "## Frontier", ""]
+    for f in data["frontiers"]:
+        cs = ", ".join(f"C={q['concurrency']}" for q in f["points"]) or "no valid point"
+        out.append(f"- job {_cell(f['job'])} ({_cell(f['configuration'])}): {cs}. {_cell(f['limits'])}")
+    if data["comparison"]:
+        out += ["", data["comparison"]]
+    return "\n".join(out) + "\n"
+
+
+def to_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+# -- a terminal ----------------------------------------------------------------------------------
+
+def terminal(data: dict[str, Any], width: int = 100, height: int = 24) -> str:
+    """The frontier as a plotext chart (one series per job, invalid points left out), then the
+    Markdown table: what a terminal shows."""
+    import plotext as plt
+    plt.clear_figure()
+    plt.plotsize(width, height)
+    plt.theme("clear")
+    for f in data["frontiers"]:
+        pts = [p for p in data["points"] if p["job"] == f["job"] and p["valid"] and p["tps_per_user"] is not None
+               and p["tps_per_gpu"] is not None]
+        if not pts:
+            continue
+        pts.sort(key=lambda p: p["tps_per_user"])
+        plt.scatter([p["tps_per_user"] for p in pts], [p["tps_per_gpu"] for p in pts], label=f"job {f['job']}")
+        on = [p for p in pts if p["on_frontier"]]
+        plt.plot([p["tps_per_user"] for p in on], [p["tps_per_gpu"] for p in on])
+    plt.xlabel(data["axes"]["x"]["label"])
+    plt.ylabel(data["axes"]["y"]["label"])
+    plt.title("pdwatch sweep: the Pareto frontier")
+    return plt.build() + "\n\n" + markdown(data)

@@ -1,0 +1,90 @@
+"""``pdwatch sweep`` end to end on a simulated srt-slurm sweep whose bottleneck changes along it
+(pdwatch.sim.sweep: decode KV cache exhausted from C=512; its result files agree with its logs,
+tests/sim/test_sweep.py): every point judged over its own window with evidence at file:line, the
+frontier and where the limit changes, invalid points flagged and never on the frontier, and the
+JSON contract of docs/sweep.md."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pdwatch.sim.sweep import write_sweep_job
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sweep")
+    write_sweep_job(out)
+    return out
+
+
+def sweep(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pdwatch", "sweep", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_each_point_has_the_verdict_of_its_window_and_the_limit_change_is_said(job):
+    done = sweep(str(job), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    points = {p["concurrency"]: p for p in data["points"]}
+    assert sorted(points) == [64, 128, 256, 512, 1024]
+    for c in (512, 1024):  # the simulator's decode KV cache is exhausted from C=512 on
+        v = points[c]["verdict"]
+        assert v["rule"] == "kv_exhausted" and v["severity"] == "critical", (c, v)
+        source, line = v["evidence"][0]["source"], v["evidence"][0]["line"]
+        text = Path(source).read_text().splitlines()[line - 1]
+        assert "KV cache usage" in text
+        stamp = re.search(r"(\d\d:\d\d:\d\d)", text).group(1)  # the quoted line is inside the point's window
+        assert points[c]["window"]["start"][11:19] <= stamp <= points[c]["window"]["end"][11:19]
+    for c in (64, 128):
+        assert points[c]["verdict"]["rule"] is None, points[c]["verdict"]
+    for p in data["points"]:
+        assert p["valid"] and p["invalid_reasons"] == []
+        assert abs(p["tps_per_gpu"] - p["output_throughput"] / p["gpus"]) <= 1e-3 * p["tps_per_gpu"]
+        assert set(p) >= {"job", "concurrency", "gpus", "output_throughput", "total_token_throughput", "tps_per_gpu",
+                          "tps_per_user", "mean_ttft_ms", "mean_tpot_ms", "window", "valid", "invalid_reasons",
+                          "verdict"}
+    (front,) = data["frontiers"]
+    assert "from C=512 decode KV cache (kv_exhausted)" in front["limits"], front["limits"]
+    assert data["frontier"] and all(q["job"] == "4242" for q in data["frontier"])
+
+
+def test_a_truncated_result_is_an_invalid_point_and_the_rest_is_shown(job, tmp_path):
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(job, copy)
+    (victim,) = copy.rglob("results_concurrency_256_*.json")
+    victim.write_bytes(victim.read_bytes()[:300])
+    done = sweep(str(copy), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    bad = [p for p in data["points"] if p["concurrency"] == 256 or not p["valid"]]
+    assert len(bad) == 1 and not bad[0]["valid"] and "truncated JSON" in bad[0]["invalid_reasons"][0]
+    assert not bad[0]["on_frontier"]
+    assert len([p for p in data["points"] if p["valid"]]) == 4
+    md = sweep(str(copy)).stdout  # not a terminal: Markdown
+    assert "| 256 |" in md and "no: " in md and "truncated JSON" in md
+
+
+def test_html_draws_every_point_with_its_verdict_and_no_script(job, tmp_path):
+    out = tmp_path / "sweep.html"
+    done = sweep(str(job), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert "Content-Security-Policy" in page and "<script" not in page
+    assert page.count('class="point"') == 5 and page.count('data-rule="kv_exhausted"') == 2
+    assert 'class="frontier-line"' in page
+
+
+def test_a_folder_without_results_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "logs").mkdir()
+    done = sweep(str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "no sweep results" in done.stderr
