@@ -88,3 +88,36 @@ def test_a_folder_without_results_is_one_line_and_exit_2(tmp_path):
     done = sweep(str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "no sweep results" in done.stderr
+
+
+def test_the_page_in_a_real_browser_shows_every_point_and_does_not_overflow(job, tmp_path):
+    """Debian's chromium (Playwright, no download): at 1280 and 800 px nothing overflows, the chart
+    comes first with one mark per point inside its plot, and a point's tooltip says its verdict."""
+    from tests.report.test_report_browser import ARGS, CHROMIUM, OVERFLOW_JS
+    if CHROMIUM is None:
+        pytest.skip("no chromium on this machine (apt-get install chromium)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    out = tmp_path / "sweep.html"
+    assert sweep(str(job), "-o", str(out)).returncode == 0
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        for width in (1280, 800):
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(out.resolve().as_uri())
+            over = page.evaluate(OVERFLOW_JS)
+            assert over["scrollWidth"] <= width and not over["over"], over
+            marks = page.evaluate("""() => {
+              const svg = document.querySelector('svg.frontier').getBoundingClientRect();
+              return [...document.querySelectorAll('svg.frontier .point')].map(m => {
+                const b = m.getBoundingClientRect();
+                return {c: m.dataset.concurrency, title: m.querySelector('title').textContent,
+                        inside: b.left >= svg.left && b.right <= svg.right && b.top >= svg.top && b.bottom <= svg.bottom,
+                        above: b.top < document.querySelector('#points').getBoundingClientRect().top};
+              });
+            }""")
+            assert sorted(int(m["c"]) for m in marks) == [64, 128, 256, 512, 1024]
+            assert all(m["inside"] and m["above"] for m in marks), marks
+            by_c = {int(m["c"]): m["title"] for m in marks}
+            assert "Bottleneck: decode KV cache" in by_c[1024] and "No bottleneck found" in by_c[64]
+            page.close()
+        browser.close()
