@@ -121,3 +121,27 @@ def test_the_page_in_a_real_browser_shows_every_point_and_does_not_overflow(job,
             assert "Bottleneck: decode KV cache" in by_c[1024] and "No bottleneck found" in by_c[64]
             page.close()
         browser.close()
+
+
+def test_two_jobs_each_get_a_frontier_and_the_one_with_twice_the_kv_cache_leads(job, tmp_path):
+    """Job 4343 is the same deployment with a decode KV cache of 192 blocks instead of 96: its cache
+    runs out one concurrency later, and at a tokens/s per user both serve it carries more tokens/s per GPU."""
+    from pdwatch.sim.sweep import sweep_config
+    write_sweep_job(tmp_path / "bigger", cfg=sweep_config(decode_blocks=192), job_id="4343")
+    done = sweep(str(job), str(tmp_path / "bigger"), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    limits = {f["job"]: f["limits"] for f in data["frontiers"]}
+    assert "from C=512 decode KV cache" in limits["4242"] and "from C=1024 decode KV cache" in limits["4343"]
+    m = re.fullmatch(r"job 4343 is (\d+)% ahead of job 4242 at ([\d.,]+) tokens/s per user", data["comparison"])
+    assert m, data["comparison"]
+    x = float(m.group(2).replace(",", ""))
+
+    def at(job_id: str) -> float:  # the frontier between its two points around x, read here
+        pts = sorted((p["tps_per_user"], p["tps_per_gpu"]) for p in data["points"]
+                     if p["job"] == job_id and p["on_frontier"])
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            if x0 <= x <= x1:
+                return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
+        raise AssertionError(f"{x} outside job {job_id}'s frontier")
+    assert round(100 * (at("4343") - at("4242")) / at("4242")) == int(m.group(1))
