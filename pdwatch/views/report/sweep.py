@@ -167,23 +167,38 @@ def to_json(data: dict[str, Any]) -> str:
 
 # -- a terminal ----------------------------------------------------------------------------------
 
+TERM_COLOURS = {"critical": "red", "warning": "orange", "info": "blue", None: "green"}
+
+
 def terminal(data: dict[str, Any], width: int = 100, height: int = 24) -> str:
-    """The frontier as a plotext chart (one series per job, invalid points left out), then the
-    Markdown table: what a terminal shows."""
+    """The frontier as a plotext chart (each job's frontier a line; each valid point marked in its
+    verdict's colour and labelled with its concurrency; invalid points left out), then the Markdown
+    table: what a terminal shows."""
     import plotext as plt
     plt.clear_figure()
     plt.plotsize(width, height)
     plt.theme("clear")
+    drawn = [p for p in data["points"] if p["valid"] and p["tps_per_user"] is not None and p["tps_per_gpu"] is not None]
+    if not drawn:
+        return "no valid point to draw\n\n" + markdown(data)
+    xs, ys = [p["tps_per_user"] for p in drawn], [p["tps_per_gpu"] for p in drawn]
+    dx, dy = (max(xs) - min(xs)) or max(xs) or 1.0, (max(ys) - min(ys)) or max(ys) or 1.0
+    plt.xlim(min(xs) - 0.08 * dx, max(xs) + 0.08 * dx)  # room for the labels at the edges
+    plt.ylim(min(ys) - 0.08 * dy, max(ys) + 0.12 * dy)
     for f in data["frontiers"]:
-        pts = [p for p in data["points"] if p["job"] == f["job"] and p["valid"] and p["tps_per_user"] is not None
-               and p["tps_per_gpu"] is not None]
-        if not pts:
-            continue
-        pts.sort(key=lambda p: p["tps_per_user"])
-        plt.scatter([p["tps_per_user"] for p in pts], [p["tps_per_gpu"] for p in pts], label=f"job {f['job']}")
+        pts = sorted((p for p in data["points"] if p["job"] == f["job"] and p["valid"]
+                      and p["tps_per_user"] is not None and p["tps_per_gpu"] is not None),
+                     key=lambda p: p["tps_per_user"])
         on = [p for p in pts if p["on_frontier"]]
-        plt.plot([p["tps_per_user"] for p in on], [p["tps_per_gpu"] for p in on])
+        if len(on) > 1:
+            plt.plot([p["tps_per_user"] for p in on], [p["tps_per_gpu"] for p in on], label=f"job {f['job']}",
+                     marker="braille")
+        for p in pts:
+            v = p["verdict"]
+            severity = v["severity"] if v else None
+            plt.scatter([p["tps_per_user"]], [p["tps_per_gpu"]], marker="●", color=TERM_COLOURS.get(severity, "green"))
+            plt.text(f"C={p['concurrency']}", p["tps_per_user"], p["tps_per_gpu"] + 0.06 * dy, alignment="center")
     plt.xlabel(data["axes"]["x"]["label"])
     plt.ylabel(data["axes"]["y"]["label"])
-    plt.title("pdwatch sweep: the Pareto frontier")
+    plt.title("Pareto frontier; ● colour: green ok, blue info, orange warning, red critical")
     return plt.build() + "\n\n" + markdown(data)
