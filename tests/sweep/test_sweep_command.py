@@ -145,3 +145,13 @@ def test_two_jobs_each_get_a_frontier_and_the_one_with_twice_the_kv_cache_leads(
                 return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
         raise AssertionError(f"{x} outside job {job_id}'s frontier")
     assert round(100 * (at("4343") - at("4242")) / at("4242")) == int(m.group(1))
+
+
+def test_a_folder_of_links_to_jobs_is_read(job, tmp_path):
+    """A campaign is often a folder of symlinks to the jobs it compares."""
+    (tmp_path / "campaign").mkdir()
+    (tmp_path / "campaign" / "first").symlink_to(job / "outputs" / "4242", target_is_directory=True)
+    (tmp_path / "campaign" / "loop").symlink_to(tmp_path / "campaign", target_is_directory=True)  # bounded by depth
+    done = sweep(str(tmp_path / "campaign"), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p["concurrency"] for p in json.loads(done.stdout)["points"]) == [64, 128, 256, 512, 1024]
