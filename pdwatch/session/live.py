@@ -44,6 +44,7 @@ from .replay_rules import ReplayRules
 from .replay_scrapes import replay_scrapes
 from .rows import SnapshotBuilder, headline, to_datetime
 from .run_history import TROUBLE, RunHistory, first_trouble
+from .sweep_point import SweepPointTracker
 from .snapshot import EndpointDetail, EndpointSeries, PastTrouble, Snapshot
 from .times import parse_time
 
@@ -87,6 +88,7 @@ class LiveSession:
         self._told_history: set[str] = set()
         self._aligned = False  # replay: its grid is report's (or judged too slow to wait for)
         self.history_wait_s = HISTORY_WAIT_S
+        self._sweep_point = SweepPointTracker(self.paths)  # a sweep job: the point the clock is in
         self._scrape_homes: dict[str, str] = {}  # replay: recorded scrape source -> its endpoint
         self._unjudged: str | None = None  # replay: the inputs hold no vLLM or Dynamo server line
         self._said: list[SourceNotice] = []  # notices of the session's own, for the next snapshot
@@ -489,7 +491,8 @@ class LiveSession:
             start=to_datetime(self._buffer.start), end=to_datetime(self._buffer.end),
             seeking_to=to_datetime(self._replay.seek_to), diagnosis=diagnosis, nothing_to_judge=self._unjudged,
             run_findings=run_rows, run_diagnosis=run_diagnosis, first_trouble=first_trouble(run_rows),
-            was=None if self.done and run_diagnosis is not None else was)
+            was=None if self.done and run_diagnosis is not None else was,
+            sweep_point=self._sweep_point.label(self._shown_clock()))
 
     def _was(self, rows: tuple, now: Any) -> PastTrouble | None:
         """What the run had, when the findings firing now are less severe than one that cleared."""

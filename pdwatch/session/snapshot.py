@@ -241,6 +241,7 @@ class Snapshot:
     # Nothing as bad firing now, but a warning-or-worse finding fired and cleared before the clock:
     # what it was (the verdict of the findings that cleared, with their episode's numbers)
     was: PastTrouble | None = None
+    sweep_point: str | None = None  # a sweep job: the point the clock is in ("C=512"), from benchmark.out
 
     @property
     def verdict(self) -> Verdict | None:

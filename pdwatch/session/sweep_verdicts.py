@@ -11,6 +11,7 @@ line there, or when a disaggregated job whose connector logs its KV transfers lo
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable
@@ -61,6 +62,10 @@ def judge_sweep(paths: Iterable[str], *, tz: str = "UTC", rules: Any = None) -> 
         analysis = _analyse(job, rules, out.notes)
         config = configuration(job)
         out.points += [judge_point(point, analysis, config) for point in points]
+        # One job's store at a time: dropped before the next job is read (else two stores are alive
+        # at the peak, and a long campaign holds twice the memory of its biggest job).
+        del analysis
+        gc.collect()
     return out
 
 

@@ -85,9 +85,10 @@ def find_jobs(paths: Iterable[str | Path]) -> list[Job]:
         found = _jobs_under(path, SEARCH_DEPTH)
         if not any(job.has_results for job in found):
             raise UsageError(f"{given}: {NO_RESULTS}")
-        new = [job for job in found if job.folder.resolve() not in seen]  # paths may overlap
-        seen.update(job.folder.resolve() for job in new)
-        jobs += new
+        for job in found:  # paths may overlap, and links may reach a job twice
+            if job.folder.resolve() not in seen:
+                seen.add(job.folder.resolve())
+                jobs.append(job)
     return jobs
 
 
@@ -141,7 +142,7 @@ def _jobs_under(folder: Path, depth: int) -> list[Job]:
     jobs: list[Job] = []
     for name in sorted(_list(folder)):
         child = folder / name
-        if child.is_dir() and not child.is_symlink():
+        if child.is_dir():  # a symlink to a job counts (a folder collecting a campaign's jobs); depth bounds a loop
             jobs += _jobs_under(child, depth - 1)
     return jobs
 

@@ -209,3 +209,62 @@ def _read_object(chunks: _Chunks, keys: set[str] | frozenset[str] | None, values
             return
         if separator != ord(","):
             raise _Stop(f"invalid JSON at byte {chunks.offset - 1}: expected ',' or '}}'")
+
+
+# --- big files: the head and the tail --------------------------------------------------------
+#
+# Walking 300 MB of per-request arrays costs seconds a file even skipped (a Python step per
+# bracket and per string). The scalars sit before the first array and after the last one, so a
+# big file is read at both ends: the head as far as it goes, the tail after its last array. When
+# that finds every key asked for (``needed``), and the file ends where an object ends, it is the
+# answer; otherwise the whole file is walked as before. (A file damaged in its middle, between
+# the arrays, is then not seen as damaged: its figures, all at its ends, are whole.)
+
+ENDS_FROM_BYTES = 8 << 20  # below this, walking the file costs less than being clever
+END_BYTES = 256 << 10
+_TAIL_PAIR = re.compile(rb'(?<!\\)"([A-Za-z0-9_]+)"\s*:\s*(-?[0-9][0-9.eE+\-]*|null|true|false|"(?:[^"\\]|\\.)*")\s*(?=[,}])')
+
+
+def read_scalars(path: str | Path, keys: frozenset[str], needed: frozenset[str]) -> TopLevelRead:
+    """``read_top_level(path, keys)``, from the file's two ends when it is big and they hold every
+    key of ``needed`` (see above)."""
+    size = Path(path).stat().st_size
+    if size < ENDS_FROM_BYTES:
+        return read_top_level(path, keys)
+    with open(path, "rb") as stream:
+        head = stream.read(END_BYTES)
+        stream.seek(size - END_BYTES)
+        tail = stream.read(END_BYTES)
+    values: dict[str, Any] = {}
+    start = TopLevelRead()
+    chunks = _Chunks(_Bytes(head))
+    try:
+        _read_object(chunks, keys, values)
+    except _Stop:
+        pass  # the head ends inside an array: what came before it is read
+    stripped = tail.rstrip()
+    ends_an_object = stripped.endswith(b"}")
+    after_arrays = tail[tail.rfind(b"]") + 1:] if b"]" in tail else b""
+    for m in _TAIL_PAIR.finditer(after_arrays):
+        key = m[1].decode()
+        if key in keys and key not in values:
+            try:
+                values[key] = json.loads(m[2])
+            except ValueError:
+                continue
+    if ends_an_object and needed <= values.keys():
+        start.values, start.size = values, size
+        return start
+    return read_top_level(path, keys)
+
+
+class _Bytes:
+    """A bytes object read like a file (``_Chunks`` reads the head through it)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data, self._pos = data, 0
+
+    def read(self, n: int = -1) -> bytes:
+        out = self._data[self._pos:] if n < 0 else self._data[self._pos:self._pos + n]
+        self._pos += len(out)
+        return out

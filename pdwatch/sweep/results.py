@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdwatch.sweep.jsonscan import read_top_level
+from pdwatch.sweep.jsonscan import read_scalars, read_top_level
 
 SA_BENCH_NAME = re.compile(r"results_concurrency_(?P<concurrency>\d+)_gpus_(?P<total>\d+)"
                            r"(?:_ctx_(?P<prefill>\d+)_gen_(?P<decode>\d+))?\.json$")
@@ -31,6 +31,9 @@ SCALAR_KEYS = frozenset({
     *(f"{stat}_{metric}_ms" for stat in ("mean", "median", "p99") for metric in LATENCY_METRICS),
     *(f"percentiles_{metric}_ms" for metric in LATENCY_METRICS),  # older files: [[99, value], ...]
 })
+# what a point needs: read from a big file's two ends when they hold all of it (jsonscan.read_scalars)
+NEEDED_KEYS = frozenset({"completed", "duration", "output_throughput", "total_token_throughput",
+                         "mean_ttft_ms", "mean_tpot_ms"})
 ROLLUP_NAME = "benchmark-rollup.json"
 MAX_ROLLUP_BYTES = 64 << 20
 
@@ -90,7 +93,7 @@ def read_result_file(path: Path, metadata: dict[str, Any] | None = None) -> Benc
     kind = "sa-bench" if name_match else "vllm bench serve"
     gpus = _gpus_from_name(name_match) if name_match else gpus_from_metadata(metadata or {})
     try:
-        read = read_top_level(path, SCALAR_KEYS)
+        read = read_scalars(path, SCALAR_KEYS, NEEDED_KEYS)
     except OSError as err:
         return BenchmarkResult(path, kind, gpus=gpus, read_error=f"{path.name}: cannot read ({err.strerror})")
     values = read.values

@@ -110,6 +110,23 @@ def measured_runs(benchmark_out: Path) -> dict[int, MeasuredRun]:
     return runs
 
 
+def run_spans(benchmark_out: Path, tz: tzinfo | str = "UTC") -> list[tuple[int, datetime, datetime | None]]:
+    """Each measured run's (concurrency, start, end) as far as ``benchmark.out`` says now, in file
+    order: end None while the run is still going (a live sweep). Warm-ups are not runs."""
+    if isinstance(tz, str):
+        tz = parse_timezone(tz)
+    spans = []
+    for run in sorted(measured_runs(benchmark_out).values(), key=lambda r: r.marker_line):
+        if run.start_text is None:
+            continue
+        start = datetime.strptime(run.start_text, BENCH_DATE_FORMAT).replace(tzinfo=tz)
+        end = None
+        if run.end_text is not None and run.completed_line is not None:
+            end = datetime.strptime(run.end_text, BENCH_DATE_FORMAT).replace(tzinfo=tz)
+        spans.append((run.concurrency, start, end))
+    return spans
+
+
 def point_window(result: BenchmarkResult, runs: dict[int, MeasuredRun], tz: tzinfo | str = "UTC",
                  benchmark_out_name: str = "benchmark.out") -> PointWindow | None:
     """The point's window: its ``benchmark.out`` markers if they hold both dates, else the result's

@@ -104,3 +104,43 @@ def test_a_200_mb_result_is_read_in_bounded_memory(tmp_path: Path):
     assert read.values == {"completed": 10240, "output_throughput": 4321.5, "mean_tpot_ms": 31.25, "p99_ttft_ms": 812.0}
     assert peak < 20_000_000, f"peak {peak / 1e6:.1f} MB"
     assert time.monotonic() - began < 60  # generous: CPUs shared; it takes about a second alone
+
+
+def _big_result(path: Path, tail: str = '"mean_tpot_ms": 31.25, "p99_ttft_ms": 812.0}') -> Path:
+    """A 20 MB result in vLLM's order: scalars, per-request arrays (strings holding quotes and
+    brackets), then the latency keys after them."""
+    text_item = json.dumps("w" * 900 + ' "mean_ttft_ms": 1, [not a bracket] {nor this} \\')
+    with open(path, "w") as out:
+        out.write('{"date": "20261203-105512", "max_concurrency": 64, "duration": 61.5, "completed": 640, '
+                  '"output_throughput": 4321.5, "total_token_throughput": 9000.0, "ttfts": [')
+        out.write(", ".join(["0.0123"] * 100_000) + '], "generated_texts": [')
+        out.write(", ".join([text_item] * 20_000) + '], "mean_ttft_ms": 55.5, ' + tail)
+    assert path.stat().st_size > 16_000_000
+    return path
+
+
+def test_a_big_file_is_read_at_its_two_ends_with_the_same_values(tmp_path: Path):
+    from pdwatch.sweep.jsonscan import read_scalars
+    path = _big_result(tmp_path / "r.json")
+    keys = frozenset({"completed", "duration", "output_throughput", "total_token_throughput", "mean_ttft_ms",
+                      "mean_tpot_ms", "p99_ttft_ms", "date"})
+    needed = frozenset({"completed", "duration", "mean_ttft_ms", "mean_tpot_ms"})
+    began = time.monotonic()
+    fast = read_scalars(path, keys, needed)
+    fast_s = time.monotonic() - began
+    whole = read_top_level(path, keys)
+    assert fast.error is None and fast.values == whole.values and fast.values["mean_ttft_ms"] == 55.5
+    assert fast_s < 0.5  # ends only: not the seconds a walk of 20 MB of arrays takes
+
+
+def test_a_big_file_cut_short_or_without_its_tail_keys_is_walked_whole(tmp_path: Path):
+    from pdwatch.sweep.jsonscan import read_scalars
+    keys = frozenset({"completed", "mean_ttft_ms", "mean_tpot_ms"})
+    needed = frozenset({"completed", "mean_tpot_ms"})
+    cut = _big_result(tmp_path / "cut.json")
+    cut.write_bytes(cut.read_bytes()[:-40])  # truncated in the latency keys
+    read = read_scalars(cut, keys, needed)
+    assert read.error and "truncated JSON" in read.error
+    bare = _big_result(tmp_path / "bare.json", tail='"note": "no tpot"}')
+    read = read_scalars(bare, keys, needed)
+    assert read.error is None and "mean_tpot_ms" not in read.values and read.values["mean_ttft_ms"] == 55.5

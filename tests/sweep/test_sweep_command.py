@@ -88,3 +88,70 @@ def test_a_folder_without_results_is_one_line_and_exit_2(tmp_path):
     done = sweep(str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "no sweep results" in done.stderr
+
+
+def test_the_page_in_a_real_browser_shows_every_point_and_does_not_overflow(job, tmp_path):
+    """Debian's chromium (Playwright, no download): at 1280 and 800 px nothing overflows, the chart
+    comes first with one mark per point inside its plot, and a point's tooltip says its verdict."""
+    from tests.report.test_report_browser import ARGS, CHROMIUM, OVERFLOW_JS
+    if CHROMIUM is None:
+        pytest.skip("no chromium on this machine (apt-get install chromium)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    out = tmp_path / "sweep.html"
+    assert sweep(str(job), "-o", str(out)).returncode == 0
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        for width in (1280, 800):
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(out.resolve().as_uri())
+            over = page.evaluate(OVERFLOW_JS)
+            assert over["scrollWidth"] <= width and not over["over"], over
+            marks = page.evaluate("""() => {
+              const svg = document.querySelector('svg.frontier').getBoundingClientRect();
+              return [...document.querySelectorAll('svg.frontier .point')].map(m => {
+                const b = m.getBoundingClientRect();
+                return {c: m.dataset.concurrency, title: m.querySelector('title').textContent,
+                        inside: b.left >= svg.left && b.right <= svg.right && b.top >= svg.top && b.bottom <= svg.bottom,
+                        above: b.top < document.querySelector('#points').getBoundingClientRect().top};
+              });
+            }""")
+            assert sorted(int(m["c"]) for m in marks) == [64, 128, 256, 512, 1024]
+            assert all(m["inside"] and m["above"] for m in marks), marks
+            by_c = {int(m["c"]): m["title"] for m in marks}
+            assert "Bottleneck: decode KV cache" in by_c[1024] and "No bottleneck found" in by_c[64]
+            page.close()
+        browser.close()
+
+
+def test_two_jobs_each_get_a_frontier_and_the_one_with_twice_the_kv_cache_leads(job, tmp_path):
+    """Job 4343 is the same deployment with a decode KV cache of 192 blocks instead of 96: its cache
+    runs out one concurrency later, and at a tokens/s per user both serve it carries more tokens/s per GPU."""
+    from pdwatch.sim.sweep import sweep_config
+    write_sweep_job(tmp_path / "bigger", cfg=sweep_config(decode_blocks=192), job_id="4343")
+    done = sweep(str(job), str(tmp_path / "bigger"), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    limits = {f["job"]: f["limits"] for f in data["frontiers"]}
+    assert "from C=512 decode KV cache" in limits["4242"] and "from C=1024 decode KV cache" in limits["4343"]
+    m = re.fullmatch(r"job 4343 is (\d+)% ahead of job 4242 at ([\d.,]+) tokens/s per user", data["comparison"])
+    assert m, data["comparison"]
+    x = float(m.group(2).replace(",", ""))
+
+    def at(job_id: str) -> float:  # the frontier between its two points around x, read here
+        pts = sorted((p["tps_per_user"], p["tps_per_gpu"]) for p in data["points"]
+                     if p["job"] == job_id and p["on_frontier"])
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+            if x0 <= x <= x1:
+                return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
+        raise AssertionError(f"{x} outside job {job_id}'s frontier")
+    assert round(100 * (at("4343") - at("4242")) / at("4242")) == int(m.group(1))
+
+
+def test_a_folder_of_links_to_jobs_is_read(job, tmp_path):
+    """A campaign is often a folder of symlinks to the jobs it compares."""
+    (tmp_path / "campaign").mkdir()
+    (tmp_path / "campaign" / "first").symlink_to(job / "outputs" / "4242", target_is_directory=True)
+    (tmp_path / "campaign" / "loop").symlink_to(tmp_path / "campaign", target_is_directory=True)  # bounded by depth
+    done = sweep(str(tmp_path / "campaign"), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p["concurrency"] for p in json.loads(done.stdout)["points"]) == [64, 128, 256, 512, 1024]

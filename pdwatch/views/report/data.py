@@ -54,11 +54,36 @@ def build(analysis: Analysis) -> dict[str, Any]:
         "capacity": _capacity(store, analysis),
         "series": _series(store),
         "notices": [n.message for n in analysis.notices if n.kind not in {"opened", "metrics_file"}],
+        # a sweep job's measured points, each its own headline and verdict (empty: not a sweep)
+        "phases": _phases(analysis),
         "rules": sorted(r.finding for r in analysis.rules),
         # the diagnosis: the verdict line, the findings grouped across endpoints ("findings" holds indices
         # into findings[]), the endpoints worst first and each endpoint's worst severity
         **diagnosis.to_json_dict(),
     }
+
+
+def _phases(analysis: Analysis) -> list[dict[str, Any]]:
+    from pdwatch.session.phases import phases
+    out = []
+    for phase in phases(analysis):
+        j, h, w = phase.judged, phase.headline, phase.judged.point.window
+        v = j.verdict
+        out.append({
+            "concurrency": j.point.concurrency,
+            "window": {"start": _iso(w.start), "end": _iso(w.end), "source": w.source, "timezone_assumed": str(w.timezone)},
+            "steady": {"start": _iso(h.start), "end": _iso(h.end)},
+            "tps_per_gpu": h.tps_per_gpu, "tps_per_worker": h.tps_per_worker, "total_tps": h.total_tps,
+            "prompt_tps": h.prompt_tps, "gen_tps": h.gen_tps, "device": h.device,
+            "verdict": None if v is None else {"text": v.text, "title": v.title, "rule": v.rule, "severity": v.severity},
+            "valid": j.valid, "invalid_reasons": list(j.invalid_reasons),
+        })
+    return out
+
+
+def _iso(when: Any) -> str | None:
+    import pandas as pd
+    return None if when is None else pd.Timestamp(when).tz_convert("UTC").isoformat()
 
 
 def _deployment(store: Store) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from pdwatch.views.report.html_base import finite_values as _values
 from pdwatch.views.report.html_base import has_points
 from pdwatch.views.report.html_base import nice_step as _nice_step
 from pdwatch.views.report.html_base import severity_of as _severity
+from pdwatch.views.report.html_phases import phases_table
 from pdwatch.views.report.html_base import time_ticks as _time_ticks
 from pdwatch.views.report.html_overview import overview
 from pdwatch.views.report.format import (FLAG, prose_parts, FRONTEND_NOTE, NOT_SCRAPED, by_error_type_text, by_status_text,
@@ -90,6 +91,7 @@ def render(report: dict[str, Any]) -> str:
         _header(report, summary, sources, findings, notices),
         overview(report),  # the whole run under the verdict: the findings as spans on one chart
         _headline(summary),
+        phases_table(report.get("phases") or []),  # a sweep job: a row per measured point
         _findings(findings, groups, report.get("rules") or []),
         _endpoints(endpoints, deployment, findings, report.get("series") or {}, summary, groups),
         _frontends(endpoints),

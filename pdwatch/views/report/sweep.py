@@ -84,15 +84,43 @@ def _limit(p: dict[str, Any]) -> str:
 
 
 def _compare(fronts: list[dict[str, Any]], points: list[dict[str, Any]]) -> str:
-    """Which job leads, and by how much, at the tokens/s per user they can both serve."""
-    by_job = {f["job"]: [p for p in points if p["job"] == f["job"] and p["on_frontier"]] for f in fronts}
-    best = {job: max((p["tps_per_gpu"] for p in ps), default=0.0) for job, ps in by_job.items()}
-    ranked = sorted(best, key=best.get, reverse=True)
-    lead, second = ranked[0], ranked[1]
-    if not best[second]:
-        return f"job {lead} leads; job {second} has no valid point"
-    pct = 100.0 * (best[lead] - best[second]) / best[second]
-    return f"job {lead}'s best point is {pct:.0f}% ahead of job {second}'s in tokens/s per GPU"
+    """Where the jobs' frontiers differ most, at a tokens/s per user they can both serve ("job B is
+    18% ahead of job A at 30 tokens/s per user"), each frontier read between its points (linearly)."""
+    curves = {}
+    for f in fronts:
+        on = sorted(((p["tps_per_user"], p["tps_per_gpu"]) for p in points if p["job"] == f["job"] and p["on_frontier"]))
+        if on:
+            curves[f["job"]] = on
+    said = []
+    jobs = sorted(curves)
+    for i, a in enumerate(jobs):
+        for b in jobs[i + 1:]:
+            lo = max(curves[a][0][0], curves[b][0][0])
+            hi = min(curves[a][-1][0], curves[b][-1][0])
+            if lo > hi:
+                said.append(f"jobs {a} and {b} serve no common tokens/s per user (their frontiers do not overlap)")
+                continue
+            xs = sorted({x for x, _ in curves[a] + curves[b] if lo <= x <= hi})
+            best = None
+            for x in xs:
+                ya, yb = _at(curves[a], x), _at(curves[b], x)
+                if min(ya, yb) <= 0:
+                    continue
+                gap = abs(ya - yb) / min(ya, yb)
+                if best is None or gap > best[0]:
+                    best = (gap, x, a if ya > yb else b, b if ya > yb else a)
+            if best is not None:
+                gap, x, ahead, behind = best
+                said.append(f"job {ahead} is {100 * gap:.0f}% ahead of job {behind} at {x:,.1f} tokens/s per user")
+    return "; ".join(said)
+
+
+def _at(curve: list[tuple[float, float]], x: float) -> float:
+    """A frontier's y at ``x``, read linearly between its points (``x`` within its range)."""
+    for (x0, y0), (x1, y1) in zip(curve, curve[1:]):
+        if x0 <= x <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return curve[0][1] if x <= curve[0][0] else curve[-1][1]
 
 
 # -- Markdown ------------------------------------------------------------------------------------
@@ -139,23 +167,38 @@ def to_json(data: dict[str, Any]) -> str:
 
 # -- a terminal ----------------------------------------------------------------------------------
 
+TERM_COLOURS = {"critical": "red", "warning": "orange", "info": "blue", None: "green"}
+
+
 def terminal(data: dict[str, Any], width: int = 100, height: int = 24) -> str:
-    """The frontier as a plotext chart (one series per job, invalid points left out), then the
-    Markdown table: what a terminal shows."""
+    """The frontier as a plotext chart (each job's frontier a line; each valid point marked in its
+    verdict's colour and labelled with its concurrency; invalid points left out), then the Markdown
+    table: what a terminal shows."""
     import plotext as plt
     plt.clear_figure()
     plt.plotsize(width, height)
     plt.theme("clear")
+    drawn = [p for p in data["points"] if p["valid"] and p["tps_per_user"] is not None and p["tps_per_gpu"] is not None]
+    if not drawn:
+        return "no valid point to draw\n\n" + markdown(data)
+    xs, ys = [p["tps_per_user"] for p in drawn], [p["tps_per_gpu"] for p in drawn]
+    dx, dy = (max(xs) - min(xs)) or max(xs) or 1.0, (max(ys) - min(ys)) or max(ys) or 1.0
+    plt.xlim(min(xs) - 0.08 * dx, max(xs) + 0.08 * dx)  # room for the labels at the edges
+    plt.ylim(min(ys) - 0.08 * dy, max(ys) + 0.12 * dy)
     for f in data["frontiers"]:
-        pts = [p for p in data["points"] if p["job"] == f["job"] and p["valid"] and p["tps_per_user"] is not None
-               and p["tps_per_gpu"] is not None]
-        if not pts:
-            continue
-        pts.sort(key=lambda p: p["tps_per_user"])
-        plt.scatter([p["tps_per_user"] for p in pts], [p["tps_per_gpu"] for p in pts], label=f"job {f['job']}")
+        pts = sorted((p for p in data["points"] if p["job"] == f["job"] and p["valid"]
+                      and p["tps_per_user"] is not None and p["tps_per_gpu"] is not None),
+                     key=lambda p: p["tps_per_user"])
         on = [p for p in pts if p["on_frontier"]]
-        plt.plot([p["tps_per_user"] for p in on], [p["tps_per_gpu"] for p in on])
+        if len(on) > 1:
+            plt.plot([p["tps_per_user"] for p in on], [p["tps_per_gpu"] for p in on], label=f"job {f['job']}",
+                     marker="braille")
+        for p in pts:
+            v = p["verdict"]
+            severity = v["severity"] if v else None
+            plt.scatter([p["tps_per_user"]], [p["tps_per_gpu"]], marker="●", color=TERM_COLOURS.get(severity, "green"))
+            plt.text(f"C={p['concurrency']}", p["tps_per_user"], p["tps_per_gpu"] + 0.06 * dy, alignment="center")
     plt.xlabel(data["axes"]["x"]["label"])
     plt.ylabel(data["axes"]["y"]["label"])
-    plt.title("pdwatch sweep: the Pareto frontier")
+    plt.title("Pareto frontier; ● colour: green ok, blue info, orange warning, red critical")
     return plt.build() + "\n\n" + markdown(data)

@@ -118,6 +118,8 @@ def render_header(snap: Snapshot, width: int = 78, tag: str | None = None) -> Te
             last.append(f"  replay {speed} {state}", style="yellow" if snap.paused else "")
     else:
         last.append("  live", style="green")
+    if snap.sweep_point:  # a sweep job: the point the clock is in
+        last.append(f"  {snap.sweep_point}", style="bold cyan")
     last.append("  │ ")
     counts = snap.severity_counts()
     if counts:
