@@ -12,6 +12,7 @@ line there, or when a disaggregated job whose connector logs its KV transfers lo
 from __future__ import annotations
 
 import gc
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable
@@ -86,11 +87,14 @@ def configuration(job: Job) -> str:
 def _analyse(job: Job, rules: Any, notes: list[str]) -> Any:
     from pdwatch.session.analysis import analyse
     logs = [str(log.path) for log in job.worker_logs] + [str(p) for p in job.frontend_logs]
+    # recorded /metrics beside them (the capture kits', pdwatch record's): vLLM's stats line prints no
+    # preemptions, its /metrics does; report reads them the same way
+    scrapes = sorted(str(p) for p in job.logs_folder.glob("*.metrics.txt")) if job.logs_folder else []
     if not logs:
         notes.append(f"job {job.job_id}: no worker logs beside its results; its points have no verdict")
         return None
     try:
-        return analyse(logs, rules=rules)
+        return analyse(logs + scrapes, rules=rules)
     except Exception as exc:  # one unreadable job must not hide the others
         notes.append(f"job {job.job_id}: its logs could not be judged ({type(exc).__name__}: {exc})")
         return None
@@ -115,13 +119,37 @@ def _overlaps(f_start: datetime, f_end: datetime | None, start: pd.Timestamp, en
 
 def _verdict(analysis: Any, held: list, start: pd.Timestamp, end: pd.Timestamp) -> PointVerdict:
     from pdwatch.diagnosis import diagnose
-    diagnosis = diagnose(analysis.store, held, end)
+    # The verdict's figures over the point's steady load (the client's start-up and drain inside the
+    # window left out, as the headline's steady window leaves its ramps out), not the drain at its end.
+    lo, hi = _steady(analysis.store, start, end)
+    interval = min((e.facts.get("stats_interval_s") or 10.0 for e in analysis.store.endpoints()), default=10.0)
+    diagnosis = diagnose(analysis.store, held, hi, intervals=max(1, math.ceil((hi - lo).total_seconds() / interval)))
+    if diagnosis.verdict.severity is None:  # "No bottleneck found — ≤28% KV": maxima, over the whole window
+        diagnosis = diagnose(analysis.store, held, end,
+                             intervals=max(1, math.ceil((end - start).total_seconds() / interval)))
     verdict = diagnosis.verdict
     deciding = next((f for f in diagnosis.findings if f.rule == verdict.rule), None)
     evidence = _evidence(analysis, deciding, start, end) if deciding is not None else ()
     return PointVerdict(verdict.title, verdict.text, verdict.rule, verdict.severity,
                         deciding.endpoint if deciding else None,
                         deciding.summary if deciding else verdict.detail, evidence)
+
+
+def _steady(store: Any, start: pd.Timestamp, end: pd.Timestamp) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The steady part of the window (model.throughput.steady_window over its stats lines), else the window."""
+    from pdwatch.model.throughput import bucketed, steady_window
+    frames = {}
+    intervals = []
+    for ep in store.endpoints():
+        frame = store.stats(ep.name)
+        frames[ep.name] = (ep, frame[(frame["ts"] >= start) & (frame["ts"] <= end)] if not frame.empty else frame)
+        if ep.facts.get("stats_interval_s"):
+            intervals.append(ep.facts["stats_interval_s"])
+    bucket = sorted(intervals)[len(intervals) // 2] if intervals else 10.0
+    window = steady_window(bucketed(frames, bucket))
+    if window is None:
+        return start, end
+    return max(start, pd.Timestamp(window[0])), min(end, pd.Timestamp(window[1]) + pd.Timedelta(seconds=bucket))
 
 
 def _evidence(analysis: Any, finding: Any, start: pd.Timestamp, end: pd.Timestamp) -> tuple[tuple[str, int], ...]:

@@ -80,7 +80,9 @@ def _limit(p: dict[str, Any]) -> str:
     if v["rule"] is None:
         return "no bottleneck found"
     what = v["title"].split(": ", 1)[-1]
-    return f"{what[:1].lower()}{what[1:]} ({v['rule']})"
+    if what[1:2].islower():  # "Near capacity" -> "near capacity"; "KV cache" stays
+        what = what[:1].lower() + what[1:]
+    return f"{what} ({v['rule']})"
 
 
 def _compare(fronts: list[dict[str, Any]], points: list[dict[str, Any]]) -> str:

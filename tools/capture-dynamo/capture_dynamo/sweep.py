@@ -17,7 +17,8 @@ srt-slurm's layout, ``OUT/outputs/<job_id>/``:
   the ``+ vllm bench serve ...`` trace, the client's output, a ``date`` line, ``Completed benchmark with
   concurrency: C``, a dash line) around the client's own stdout and stderr;
 - ``logs/sa-bench_isl_<ISL>_osl_<OSL>/results_concurrency_<C>_gpus_1.json``: the client's result files;
-- ``logs/<job_id>.<proc>.metrics.txt``: each process's ``/metrics`` every 2 s as the kit records them
+- ``logs/<node>_frontend_0.metrics.txt``, ``logs/<node>_agg_w0.metrics.txt``: each process's ``/metrics`` every 2 s as
+  the kit records them, named as its log
   (``run.Scraper``; the header's ``phase=`` names the point: ``warmup_c8``, ``c8``, ``between``).
 
 The tokenizer: ``vllm bench serve`` loads the model folder's word-level tokenizer
@@ -165,6 +166,11 @@ class SweepCapture:
                 src = self.logs / f"{cfg.job_id}.{proc}.log"
                 if src.exists():
                     src.rename(self.logs / log)
+                # each process's scrapes named as its log (x.out, x.metrics.txt): one endpoint to a reader,
+                # since a worker's log never prints the status port its /metrics was scraped on
+                scrapes = self.logs / f"{cfg.job_id}.{proc}.metrics.txt"
+                if scrapes.exists():
+                    scrapes.rename(self.logs / log.replace(".out", ".metrics.txt"))
         self.describe(dep, scraper, exits)
         say(f"sweep written to {self.job}")
         return self.job
@@ -200,7 +206,7 @@ class SweepCapture:
         worker_log = self.logs / f"{cfg.node}_agg_w0.out"
         frontend_log = self.logs / f"{cfg.node}_frontend_0.out"
         stats = worker_stats(worker_log, year) if worker_log.exists() else []
-        scrapes = scrape_series(self.logs / f"{cfg.job_id}.agg_w0.metrics.txt")
+        scrapes = scrape_series(self.logs / f"{cfg.node}_agg_w0.metrics.txt")
         for p in self.points:
             # The window as benchmark.out's date lines give it (whole seconds), as a reader of the job sees it.
             lo, hi = int(p["start"]), int(p["end"])
