@@ -1,10 +1,12 @@
-"""A report's phases: when the logs are those of a sweep job (a benchmark.out and result files
-beside them), each measured point is a phase with its own headline and verdict, instead of one
-steady state blended over every concurrency and the idle gaps between them.
+"""A report's phases: a run whose load changes is judged phase by phase, each with its own headline
+(its steady part, after its ramp, as the run's headline is measured) and verdict, instead of one
+steady state blended over every load and the idle gaps between them.
 
-A phase's headline is measured over its window alone (its steady part, after the ramp, as the
-run's headline is); its verdict is the one ``pdwatch sweep`` gives the point
-(``sweep_verdicts.judge_point``), from the same analysis.
+- A sweep job (a ``benchmark.out`` and result files beside the logs, or in the job folder above
+  them): each measured point is a phase, its window from ``benchmark.out``; its verdict is the one
+  ``pdwatch sweep`` gives the point.
+- Any other run: stretches of load between idle gaps (the deployment's requests in flight, per stats
+  interval, near zero for a bucket or more) are the phases, when there are at least two.
 """
 
 from __future__ import annotations
@@ -19,13 +21,23 @@ import pandas as pd
 from pdwatch.sweep import Job, job_points
 from pdwatch.sweep.jobs import read_job
 
-from .sweep_verdicts import JudgedPoint, judge_point
+from .sweep_verdicts import PointVerdict, judge_point, judge_window
+
+MIN_PHASE_BUCKETS = 3  # a load shorter than three stats intervals is no phase (a test prompt, a blip)
+IDLE_SHARE = 0.05  # in flight under 5% of the run's 95th percentile (or under one request): idle
 
 
 @dataclass(frozen=True)
 class Phase:
-    judged: JudgedPoint
+    label: str  # "C=512" or "load 2"
+    concurrency: int | None
+    start: pd.Timestamp
+    end: pd.Timestamp
+    source: str  # where the window comes from
+    timezone: str
     headline: Any  # model.throughput.Headline over the window
+    verdict: PointVerdict | None
+    invalid_reasons: tuple[str, ...]
 
 
 def sweep_job_of(paths: list[str]) -> Job | None:
@@ -48,19 +60,63 @@ def sweep_job_of(paths: list[str]) -> Job | None:
 
 def phases(analysis: Any, tz: str = "UTC") -> list[Phase]:
     job = sweep_job_of(list(analysis.paths))
-    if job is None:
-        return []
-    from pdwatch.model.throughput import headline
+    if job is not None:
+        return _sweep_phases(analysis, job, tz)
+    return _load_phases(analysis)
+
+
+def _sweep_phases(analysis: Any, job: Job, tz: str) -> list[Phase]:
     out = []
-    store = analysis.store
-    endpoints = store.endpoints()
     for point in job_points(job, tz):
         if point.window is None:
             continue
         start, end = pd.Timestamp(point.window.start), pd.Timestamp(point.window.end)
-        stats = {}
-        for ep in endpoints:
-            frame = store.stats(ep.name)
-            stats[ep.name] = frame[(frame["ts"] >= start) & (frame["ts"] <= end)] if not frame.empty else frame
-        out.append(Phase(judge_point(point, analysis), headline(endpoints, stats)))
+        judged = judge_point(point, analysis)
+        out.append(Phase(f"C={point.concurrency}", point.concurrency, start, end, point.window.source,
+                         point.window.timezone, _headline(analysis.store, start, end), judged.verdict,
+                         judged.invalid_reasons))
     return out
+
+
+def _load_phases(analysis: Any) -> list[Phase]:
+    from pdwatch.model.throughput import bucketed
+    store = analysis.store
+    frames = {e.name: (e, store.stats(e.name)) for e in store.endpoints() if e.role != "frontend"}
+    intervals = sorted(e.facts["stats_interval_s"] for e, _ in frames.values() if e.facts.get("stats_interval_s"))
+    bucket = intervals[len(intervals) // 2] if intervals else 10.0
+    inflight = bucketed(frames, bucket)["inflight"].fillna(0.0) if frames else pd.Series(dtype="float64")
+    if len(inflight) < 2 * MIN_PHASE_BUCKETS:
+        return []
+    busy = (inflight > max(1.0, IDLE_SHARE * float(inflight.quantile(0.95)))).to_numpy()
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < len(busy):
+        if not busy[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(busy) and busy[j + 1]:
+            j += 1
+        if j - i + 1 >= MIN_PHASE_BUCKETS:
+            runs.append((i, j))
+        i = j + 1
+    if len(runs) < 2:
+        return []
+    step = pd.Timedelta(seconds=bucket)
+    out = []
+    for n, (i, j) in enumerate(runs, 1):
+        start, end = pd.Timestamp(inflight.index[i]), pd.Timestamp(inflight.index[j]) + step
+        verdict, reasons = judge_window(analysis, start, end)
+        out.append(Phase(f"load {n}", None, start, end, "the logs: requests in flight between idle gaps", "UTC",
+                         _headline(store, start, end), verdict, tuple(reasons)))
+    return out
+
+
+def _headline(store: Any, start: pd.Timestamp, end: pd.Timestamp) -> Any:
+    from pdwatch.model.throughput import headline
+    endpoints = store.endpoints()
+    stats = {}
+    for ep in endpoints:
+        frame = store.stats(ep.name)
+        stats[ep.name] = frame[(frame["ts"] >= start) & (frame["ts"] <= end)] if not frame.empty else frame
+    return headline(endpoints, stats)

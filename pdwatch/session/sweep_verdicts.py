@@ -107,10 +107,14 @@ def judge_point(point: SweepPoint, analysis: Any, config: str = "") -> JudgedPoi
         if window is None:
             reasons.append("no time window (no benchmark.out markers and no date in the result)")
         return JudgedPoint(point, None, tuple(reasons), config)
-    start, end = pd.Timestamp(window.start), pd.Timestamp(window.end)
+    verdict, from_logs = judge_window(analysis, pd.Timestamp(window.start), pd.Timestamp(window.end))
+    return JudgedPoint(point, verdict, tuple(reasons + from_logs), config)
+
+
+def judge_window(analysis: Any, start: pd.Timestamp, end: pd.Timestamp) -> tuple[PointVerdict, list[str]]:
+    """The verdict of what held in [start, end], and what in the logs makes that stretch invalid."""
     held = [f for f in analysis.findings if _overlaps(f.start, f.end, start, end)]
-    reasons += _log_reasons(analysis, held, start, end)
-    return JudgedPoint(point, _verdict(analysis, held, start, end), tuple(reasons), config)
+    return _verdict(analysis, held, start, end), _log_reasons(analysis, held, start, end)
 
 
 def _overlaps(f_start: datetime, f_end: datetime | None, start: pd.Timestamp, end: pd.Timestamp) -> bool:
@@ -207,4 +211,4 @@ def _rows_between(frame: pd.DataFrame | None, start: pd.Timestamp, end: pd.Times
     return bool(((ts >= start) & (ts <= end)).any())
 
 
-__all__ = ["JudgedPoint", "JudgedSweep", "PointVerdict", "judge_point", "judge_sweep"]
+__all__ = ["JudgedPoint", "JudgedSweep", "PointVerdict", "judge_point", "judge_sweep", "judge_window"]

@@ -51,3 +51,34 @@ def test_a_run_that_is_not_a_sweep_has_no_phases():
     data = json.loads(report(str(REPO / "samples" / "kv-exhausted"), "--format", "json"))
     assert data["phases"] == []
     assert "## Phases" not in report(str(REPO / "samples" / "kv-exhausted"))
+
+
+def test_without_benchmark_out_the_loads_between_idle_gaps_are_the_phases(tmp_path):
+    """The same sweep's worker logs alone (no benchmark.out, no results): each measured run is found
+    from the requests in flight (between the idle gaps a client's start leaves), judged on its own."""
+    import shutil
+    job = write_sweep_job(tmp_path / "job")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for path in job.log_paths:
+        shutil.copy(path, logs / Path(path).name)
+    data = json.loads(report(str(logs), "--format", "json"))
+    phases = data["phases"]
+    assert phases and all(p["concurrency"] is None and p["label"].startswith("load ") for p in phases)
+    expected = {64: None, 128: None, 256: "capacity", 512: "kv_exhausted", 1024: "kv_exhausted"}
+    import pandas as pd
+
+    def overlap(p, start, end) -> float:
+        lo, hi = max(start, pd.Timestamp(p["window"]["start"])), min(end, pd.Timestamp(p["window"]["end"]))
+        return max(0.0, (hi - lo).total_seconds()) / (end - start).total_seconds()
+    for point in job.points:  # the simulator's own record of when each measured run ran
+        start, end = pd.Timestamp(point.start), pd.Timestamp(point.end)
+        # a stats interval's resolution at each edge: the phase holds nearly all of the run
+        covering = [p for p in phases if overlap(p, start, end) >= 0.85]
+        assert len(covering) == 1, (point.concurrency, start, end, [p["window"] for p in phases])
+        assert covering[0]["verdict"]["rule"] == expected[point.concurrency], (point.concurrency, covering[0])
+
+
+def test_a_real_run_with_one_load_has_no_phases():
+    data = json.loads(report(str(REPO / "tests" / "data" / "real" / "dynamo" / "agg_kv_pressure"), "--format", "json"))
+    assert data["phases"] == []

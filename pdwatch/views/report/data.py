@@ -67,16 +67,16 @@ def _phases(analysis: Analysis) -> list[dict[str, Any]]:
     from pdwatch.session.phases import phases
     out = []
     for phase in phases(analysis):
-        j, h, w = phase.judged, phase.headline, phase.judged.point.window
-        v = j.verdict
+        h, v = phase.headline, phase.verdict
         out.append({
-            "concurrency": j.point.concurrency,
-            "window": {"start": _iso(w.start), "end": _iso(w.end), "source": w.source, "timezone_assumed": str(w.timezone)},
+            "label": phase.label, "concurrency": phase.concurrency,
+            "window": {"start": _iso(phase.start), "end": _iso(phase.end), "source": phase.source,
+                       "timezone_assumed": phase.timezone},
             "steady": {"start": _iso(h.start), "end": _iso(h.end)},
             "tps_per_gpu": h.tps_per_gpu, "tps_per_worker": h.tps_per_worker, "total_tps": h.total_tps,
             "prompt_tps": h.prompt_tps, "gen_tps": h.gen_tps, "device": h.device,
             "verdict": None if v is None else {"text": v.text, "title": v.title, "rule": v.rule, "severity": v.severity},
-            "valid": j.valid, "invalid_reasons": list(j.invalid_reasons),
+            "valid": not phase.invalid_reasons, "invalid_reasons": list(phase.invalid_reasons),
         })
     return out
 

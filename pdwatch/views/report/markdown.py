@@ -121,14 +121,17 @@ def _findings(findings: list[dict[str, Any]], groups: list[dict[str, Any]]) -> l
 
 
 def _phases(phases: list[dict[str, Any]]) -> list[str]:
-    """A sweep job: one row per measured point, its own steady headline and verdict."""
+    """A run whose load changes: one row per phase (a sweep's point, or a load between idle gaps),
+    its own steady headline and verdict."""
     if not phases:
         return []
     cpu = any(p.get("device") == "CPU" for p in phases)
     per = "tok/s per worker" if cpu else "TPS/GPU"
-    lines = ["## Phases: the sweep's measured points (each its own steady state and verdict)", "",
-             f"| C | window (UTC) | steady | {per} | total tok/s | verdict | valid |",
-             "|---:|---|---|---:|---:|---|---|"]
+    sweep = any(p["concurrency"] is not None for p in phases)
+    title = "the sweep's measured points" if sweep else "the run's loads between idle gaps"
+    lines = [f"## Phases: {title} (each its own steady state and verdict)", "",
+             f"| phase | window (UTC) | steady | {per} | total tok/s | verdict | valid |",
+             "|---|---|---|---:|---:|---|---|"]
     for p in phases:
         v = p["verdict"]
         verdict = "not judged" if v is None else _cell(v["title"]) + (f" (`{v['rule']}`)" if v["rule"] else "")
@@ -136,7 +139,7 @@ def _phases(phases: list[dict[str, Any]]) -> list[str]:
         window = f"{p['window']['start'][11:19]}–{p['window']['end'][11:19]}"
         steady = f"{(p['steady']['start'] or '?')[11:19]}–{(p['steady']['end'] or '?')[11:19]}"
         valid = "yes" if p["valid"] else "no: " + _cell("; ".join(p["invalid_reasons"]))
-        lines.append(f"| {p['concurrency']} | {window} | {steady} | {_whole(value)} | {_whole(p['total_tps'])} | "
+        lines.append(f"| {_cell(p['label'])} | {window} | {steady} | {_whole(value)} | {_whole(p['total_tps'])} | "
                      f"{verdict} | {valid} |")
     return lines + [""]
 
