@@ -24,7 +24,7 @@ from pdwatch.events.job_log import JobLine, JobLog, JobWindow
 
 from ..widgets.format import log_text
 from ..widgets.short_names import short_names
-from .line_search import LineSearch
+from .line_search import LineSearch, mark_matches
 
 WINDOW_LINES = 300  # lines read each side of the position
 LEVEL_FILTERS = (None, "INFO", "WARNING", "ERROR")
@@ -162,21 +162,11 @@ class JobLogScreen(LineSearch, Screen):
         for i, line in enumerate(window.lines):
             marked = self.target is not None and (line.source, line.line_no) == self.target
             text = self.line_text(line, width, marked)
-            if needle:
-                start = len(text.plain) - len(line.text)
-                lowered = text.plain.lower()
-                at = lowered.find(needle, start)
-                while at >= 0:
-                    text.stylize("black on bright_green" if i == current else "black on yellow", at, at + len(needle))
-                    at = lowered.find(needle, at + len(needle))
+            mark_matches(text, needle, i == current, start=len(text.plain) - len(line.text))  # not in the prefix
             out.append_text(text)
             if i < len(window.lines) - 1:
                 out.append("\n")
         self.query_one("#job-lines", Static).update(out)
-
-    def _scroll_to_index(self, index: int) -> None:
-        body = self.query_one("#job-body", VerticalScroll)
-        body.scroll_to(y=max(0, index - max(body.size.height // 2, 1)), animate=False)
 
     def center_index(self) -> int | None:
         """The index of the line in the middle of the view."""

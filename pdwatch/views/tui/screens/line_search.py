@@ -7,6 +7,7 @@ current match is (``_announce``); this mixin opens and closes the box and steps 
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.widgets import Input
 
 
@@ -40,6 +41,11 @@ class LineSearch:
             box.remove_class("-open")
             self.query_one(self.BODY).focus()
 
+    def _scroll_to_index(self, index: int) -> None:
+        """The line at ``index`` in the middle of the body."""
+        body = self.query_one(self.BODY)
+        body.scroll_to(y=max(0, index - max(body.size.height // 2, 1)), animate=False)
+
     def _current_index(self) -> int:
         return self.matches[self.current] if 0 <= self.current < len(self.matches) else -1
 
@@ -57,3 +63,15 @@ class LineSearch:
 
     def action_previous_match(self) -> None:
         self._step(-1)
+
+
+def mark_matches(text: Text, needle: str, current: bool, start: int = 0) -> None:
+    """Highlight each (case-blind) occurrence of ``needle`` in ``text`` from ``start``; the current
+    match's line in green, the others in yellow."""
+    if not needle:
+        return
+    lowered = text.plain.lower()
+    at = lowered.find(needle, start)
+    while at >= 0:
+        text.stylize("black on bright_green" if current else "black on yellow", at, at + len(needle))
+        at = lowered.find(needle, at + len(needle))

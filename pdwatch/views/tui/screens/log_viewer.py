@@ -19,7 +19,7 @@ from textual.widgets import Footer, Input, Static
 from pdwatch.sources.window import DEFAULT_CONTEXT, LogWindow, read_window
 
 from ..widgets.format import log_text
-from .line_search import LineSearch
+from .line_search import LineSearch, mark_matches
 
 
 class LogViewerScreen(LineSearch, Screen):
@@ -102,21 +102,11 @@ class LogViewerScreen(LineSearch, Screen):
             out.append(f"{number:>{width}} ", style="bold reverse" if target else "dim")
             body = log_text(line, style="bold" if target else "")
             body.no_wrap = True
-            if needle:
-                lowered = body.plain.lower()
-                at = lowered.find(needle)
-                while at >= 0:
-                    body.stylize("black on yellow" if i != self._current_index() else "black on bright_green",
-                                 at, at + len(needle))
-                    at = lowered.find(needle, at + len(needle))
+            mark_matches(body, needle, i == self._current_index())
             out.append_text(body)
             if i < len(window.lines) - 1:
                 out.append("\n")
         self.query_one("#log-lines", Static).update(out)
-
-    def _scroll_to_index(self, index: int) -> None:
-        body = self.query_one("#log-body", VerticalScroll)
-        body.scroll_to(y=max(0, index - max(body.size.height // 2, 1)), animate=False)
 
     # -- search ---------------------------------------------------------------------------------
     def _find(self, text: str, scroll: bool = True) -> None:
