@@ -71,6 +71,9 @@ from its logs and /metrics. Three uses:
   pdwatch replay JOB_DIR         finished logs played back on their own clock, in the same dashboard
   pdwatch report JOB_DIR         the diagnosis as a report (-o report.html, --format md|html|json)
 
+and for tuning, srt-slurm benchmark sweeps:
+  pdwatch sweep JOBS_DIR         the Pareto frontier, with what limits each point (-o sweep.html)
+
 First steps, in a clone of the repository (its samples/ folder):
   pdwatch report samples/kv-exhausted
   pdwatch replay samples/prefill-bound
