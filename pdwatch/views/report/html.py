@@ -259,7 +259,13 @@ def _findings(findings: list[dict[str, Any]], groups: list[dict[str, Any]], rule
 def _group_where(g: dict[str, Any], findings: list[dict[str, Any]]) -> str:
     if len(g["findings"]) == 1:
         return _where(findings[g["findings"][0]])
-    return f'<strong>{_esc(g["label"])}</strong> <span class="muted">({len(set(g["endpoints"]))} endpoints)</span>'
+    return f'<strong>{_esc(g["label"])}</strong> <span class="muted">({_group_size(g)})</span>'
+
+
+def _group_size(g: dict[str, Any]) -> str:
+    """"4 endpoints", or for one endpoint whose finding came and went, "4 periods"."""
+    endpoints = len(set(g["endpoints"]))
+    return f"{endpoints} endpoints" if endpoints > 1 else f"{len(g['findings'])} periods"
 
 
 def _finding(index: int, g: dict[str, Any], members: list[dict[str, Any]]) -> str:
@@ -268,7 +274,7 @@ def _finding(index: int, g: dict[str, Any], members: list[dict[str, Any]]) -> st
     f = members[0]
     sev = _severity(f)
     where = _where(f) if len(members) == 1 else (
-        f'<strong>{_esc(g["label"])}</strong> <span class="muted">({len(set(g["endpoints"]))} endpoints)</span>')
+        f'<strong>{_esc(g["label"])}</strong> <span class="muted">({_group_size(g)})</span>')
     out = [f'<article class="finding f-{sev}" id="finding-{index}">',
            f'<h3>{_badge(sev)} <code class="rule">{_esc(g["rule"])}</code> on {where}</h3>']
     out += [f'<p class="when">{_when(f)}</p>' if len(members) == 1 else "",
