@@ -23,7 +23,7 @@ HEADER_START = b"# ====="
 
 
 class RecordedTail:
-    def __init__(self, path: str, *, max_line_bytes: int, history: bool = True) -> None:
+    def __init__(self, path: str, *, max_line_bytes: int, history: tuple[int, int] | None = None) -> None:
         self.path = path
         self._tail = FileTail(path, follow=True, max_line_bytes=max_line_bytes, history=history)
         self._header: tuple[int, datetime, int | None] | None = None  # the open scrape's line, time, port
