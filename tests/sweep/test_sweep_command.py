@@ -155,3 +155,15 @@ def test_a_folder_of_links_to_jobs_is_read(job, tmp_path):
     done = sweep(str(tmp_path / "campaign"), "--format", "json")
     assert done.returncode == 0, done.stderr
     assert sorted(p["concurrency"] for p in json.loads(done.stdout)["points"]) == [64, 128, 256, 512, 1024]
+
+
+def test_the_terminal_chart_labels_every_point_once_and_the_table_follows(job):
+    import re as _re
+    from pdwatch.session.sweep_verdicts import judge_sweep
+    from pdwatch.views.report import sweep as view
+    text = _re.sub(r"\x1b\[[0-9;]*m", "", view.terminal(view.build(judge_sweep([str(job)])), 100, 24))
+    chart, table = text.split("# pdwatch sweep", 1)
+    labelled = [int(c) for label in _re.findall(r"C=([\d/]+)", chart) for c in label.split("/")]
+    assert sorted(labelled) == [64, 128, 256, 512, 1024]  # near points share one label, none is lost
+    assert "red: critical" in chart and "tokens/s per user" in chart
+    assert "| 1024 |" in table and "## Frontier" in table

@@ -187,20 +187,36 @@ def terminal(data: dict[str, Any], width: int = 100, height: int = 24) -> str:
     dx, dy = (max(xs) - min(xs)) or max(xs) or 1.0, (max(ys) - min(ys)) or max(ys) or 1.0
     plt.xlim(min(xs) - 0.08 * dx, max(xs) + 0.08 * dx)  # room for the labels at the edges
     plt.ylim(min(ys) - 0.08 * dy, max(ys) + 0.12 * dy)
+    several = len(data["frontiers"]) > 1
     for f in data["frontiers"]:
         pts = sorted((p for p in data["points"] if p["job"] == f["job"] and p["valid"]
                       and p["tps_per_user"] is not None and p["tps_per_gpu"] is not None),
                      key=lambda p: p["tps_per_user"])
         on = [p for p in pts if p["on_frontier"]]
         if len(on) > 1:
-            plt.plot([p["tps_per_user"] for p in on], [p["tps_per_gpu"] for p in on], label=f"job {f['job']}",
-                     marker="braille")
+            plt.plot([p["tps_per_user"] for p in on], [p["tps_per_gpu"] for p in on], marker="braille",
+                     label=f"job {f['job']}" if several else None)
         for p in pts:
             v = p["verdict"]
             severity = v["severity"] if v else None
             plt.scatter([p["tps_per_user"]], [p["tps_per_gpu"]], marker="●", color=TERM_COLOURS.get(severity, "green"))
-            plt.text(f"C={p['concurrency']}", p["tps_per_user"], p["tps_per_gpu"] + 0.06 * dy, alignment="center")
+        for label, x, y in _labels(pts, dx, dy):
+            plt.text(label, x, y + 0.06 * dy, alignment="center")
     plt.xlabel(data["axes"]["x"]["label"])
     plt.ylabel(data["axes"]["y"]["label"])
-    plt.title("Pareto frontier; ● colour: green ok, blue info, orange warning, red critical")
+    plt.title("● green: no bottleneck, blue: info, orange: warning, red: critical")
     return plt.build() + "\n\n" + markdown(data)
+
+
+def _labels(pts: list[dict[str, Any]], dx: float, dy: float) -> list[tuple[str, float, float]]:
+    """One label per cluster of points closer than 6% of the axes' spans ("C=512/1024"), so that
+    labels do not print over each other."""
+    out: list[tuple[list[int], float, float]] = []
+    for p in pts:
+        x, y = p["tps_per_user"], p["tps_per_gpu"]
+        near = next((c for c in out if abs(c[1] - x) < 0.06 * dx and abs(c[2] - y) < 0.06 * dy), None)
+        if near is None:
+            out.append(([p["concurrency"]], x, y))
+        else:
+            near[0].append(p["concurrency"])
+    return [("C=" + "/".join(str(c) for c in sorted(cs)), x, y) for cs, x, y in out]
