@@ -24,7 +24,7 @@ from pdwatch.events.job_log import JobLine, JobLog, JobWindow
 
 from ..widgets.format import log_text
 from ..widgets.short_names import short_names
-from .line_search import LineSearch, mark_matches
+from .line_search import SEARCH_BINDINGS, LineSearch, mark_matches
 
 WINDOW_LINES = 300  # lines read each side of the position
 LEVEL_FILTERS = (None, "INFO", "WARNING", "ERROR")
@@ -40,11 +40,7 @@ class JobLogScreen(LineSearch, Screen):
         Binding("escape,q", "close", "close"),
         Binding("e", "next_endpoint", "endpoint"),
         Binding("v", "next_level", "level"),
-        Binding("slash", "search", "search", key_display="/"),
-        Binding("n", "next_match", "next"),
-        Binding("N", "previous_match", "prev", key_display="N"),
-        Binding("left_square_bracket", "earlier", "earlier", key_display="["),
-        Binding("right_square_bracket", "later", "later", key_display="]"),
+        *SEARCH_BINDINGS,
         # as in less: g the start, G the end (Home and End scroll the lines read)
         Binding("g", "job_start", "start", show=False),
         Binding("G", "job_end", "end", show=False, key_display="G"),

@@ -8,7 +8,19 @@ current match is (``_announce``); this mixin opens and closes the box and steps 
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import Input
+
+
+# the keys of the search and of the window of lines read, the same on both log screens (spliced into
+# each screen's BINDINGS: Textual reads bindings from its own classes, not from a mixin)
+SEARCH_BINDINGS = [
+    Binding("slash", "search", "search", key_display="/"),
+    Binding("n", "next_match", "next"),
+    Binding("N", "previous_match", "prev", key_display="N"),
+    Binding("left_square_bracket", "earlier", "earlier", key_display="["),
+    Binding("right_square_bracket", "later", "later", key_display="]"),
+]
 
 
 class LineSearch:

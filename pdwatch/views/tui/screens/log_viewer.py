@@ -19,7 +19,7 @@ from textual.widgets import Footer, Input, Static
 from pdwatch.sources.window import DEFAULT_CONTEXT, LogWindow, read_window
 
 from ..widgets.format import log_text
-from .line_search import LineSearch, mark_matches
+from .line_search import SEARCH_BINDINGS, LineSearch, mark_matches
 
 
 class LogViewerScreen(LineSearch, Screen):
@@ -27,11 +27,7 @@ class LogViewerScreen(LineSearch, Screen):
     NO_MATCH_HERE = "no match in this window"
     BINDINGS = [
         Binding("escape,q", "close", "close"),
-        Binding("slash", "search", "search", key_display="/"),
-        Binding("n", "next_match", "next"),
-        Binding("N", "previous_match", "prev", key_display="N"),
-        Binding("left_square_bracket", "earlier", "earlier", key_display="["),
-        Binding("right_square_bracket", "later", "later", key_display="]"),
+        *SEARCH_BINDINGS,
         Binding("home", "top", "top", show=False),
         Binding("end", "bottom", "end", show=False),
     ]
