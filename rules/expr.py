@@ -350,6 +350,11 @@ class Expr:
                 seen.setdefault(n.args[0].value)  # type: ignore[attr-defined]
         return list(seen)
 
+    def searched_kinds(self) -> list[str]:
+        """Event kinds whose line text ``count_matching`` searches (the store keeps their text)."""
+        return list(dict.fromkeys(n.args[0].value for n in self.root.walk()  # type: ignore[attr-defined]
+                                  if isinstance(n, Call) and n.name == "count_matching"))
+
     def patterns(self) -> list[Node]:
         """Literals holding a user regular expression (``.pattern``, a ``UserPattern``)."""
         return [n for n in self.root.walk() if getattr(n, "pattern", None) is not None]

@@ -114,14 +114,21 @@ class Rule:
                 seen.setdefault(f)
         return tuple(f for f in STATS_FIELDS if f in seen)
 
-    def patterns(self) -> list[UserPattern]:
-        """The user regular expressions of the rule (``rules.userregex``), in order."""
+    def _exprs(self) -> list:
         exprs = [self.expr, self.when, self.value, self.evidence.rows, self.evidence.rank]
         exprs += [e for t in (self.summary, self.explanation, self.recommendation) for e in t.exprs]
         for v in self.variants:
             exprs += [v.when] + [e for t in (v.summary, v.explanation, v.recommendation) if t for e in t.exprs]
+        return exprs
+
+    def searched_kinds(self) -> set[str]:
+        """Event kinds whose line text the rule searches (``count_matching``)."""
+        return {k for e in self._exprs() if e is not None for k in e.searched_kinds()}
+
+    def patterns(self) -> list[UserPattern]:
+        """The user regular expressions of the rule (``rules.userregex``), in order."""
         seen: dict[int, UserPattern] = {}
-        for e in exprs:
+        for e in self._exprs():
             for lit in (e.patterns() if e is not None else []):
                 seen.setdefault(id(lit.pattern), lit.pattern)  # type: ignore[attr-defined]
         return list(seen.values())

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from pdwatch.model.log_facts import FACT_KINDS
 from pdwatch.parsers import Event
+from pdwatch.model.line_book import can_read_back, text_crc
 from pdwatch.rules.model import STATS_FIELDS, STORED_EVENT_KINDS
 
 # Problems and facts rules may quote; the chatty kinds (access lines, router choices) stay out.
@@ -53,7 +54,10 @@ class StatsColumns:
     # (rows, fields) float64 array, None becoming NaN.
     values: Any = field(default_factory=list)
     line_no: list[int] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
+    # A log line's text until the store takes it: then None where the line can be read back from
+    # its file (``pdwatch.model.line_book``), known again by ``crc`` (-1: not a log line, a scrape's).
+    text: list[str | None] = field(default_factory=list)
+    crc: list[int] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -67,9 +71,9 @@ class StatsColumns:
         keep = [i for i, source in enumerate(self.sources) if source not in drop]
         if len(keep) == len(self):
             return self
-        pick = [self.sources, self.ts, self.engine, self.line_no, self.text]
-        sources, ts, engine, line_no, text = ([column[i] for i in keep] for column in pick)
-        return StatsColumns(sources, ts, engine, self.seal().values[keep], line_no, text)
+        pick = [self.sources, self.ts, self.engine, self.line_no, self.text, self.crc]
+        sources, ts, engine, line_no, text, crc = ([column[i] for i in keep] for column in pick)
+        return StatsColumns(sources, ts, engine, self.seal().values[keep], line_no, text, crc)
 
 
 @dataclass(slots=True)
@@ -162,7 +166,12 @@ def fold_events(events: Iterable[Event]) -> list[Partial]:
             stats.engine.append(0 if engine is None else engine)  # no DP: one engine
             stats.values.append(list(map(event.values.get, stats_fields)))
             stats.line_no.append(event.line_no)
-            stats.text.append(event.text)
+            if event.level is None:  # a /metrics scrape's row: no line to read back
+                stats.text.append(event.text)
+                stats.crc.append(-1)
+            else:  # a log line: its text only where it cannot be read back (not shipped, not kept)
+                stats.text.append(None if can_read_back(source) else event.text)
+                stats.crc.append(text_crc(event.text))
     for seconds in requests.values():
         seconds.close()
     for part in parts:
@@ -218,7 +227,8 @@ class _RequestSeconds:
         stats.engine.append(0)
         stats.values.append(row)
         stats.line_no.append(line_no)
-        stats.text.append(text)
+        stats.text.append(None if can_read_back(self.source) else text)
+        stats.crc.append(text_crc(text))
         self.second, self.counts, self.line, self.failed_line = None, [0, 0, 0.0, 0], None, None
 
 

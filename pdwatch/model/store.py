@@ -7,6 +7,7 @@ every time.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable
@@ -18,11 +19,13 @@ from pdwatch.parsers import Event
 from pdwatch.model.log_facts import fold as learn_facts
 from pdwatch.model.deployment import DeploymentModel, Endpoint
 from pdwatch.model.frontend_losses import Attribution, attribute
+from pdwatch.model.line_book import LineBook, text_crc
 from pdwatch.model.partial import (_KEPT_EVENT_KINDS, _MODEL_KINDS, GENERIC_KINDS, UNSTORED_KINDS,  # noqa: F401
                                    Partial, StatsColumns, fold_events)
 from pdwatch.rules.model import STATS_FIELDS, DeploymentView, EndpointView
 
-_STATS_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text")
+# ``text`` is None for a log line read back from its file when quoted (``line_book``), ``crc`` says which
+_STATS_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text", "crc")
 _EVENT_COLUMNS = ("ts", "engine", "kind", "source", "line_no", "text", "reason")
 @dataclass
 class _Series:
@@ -39,13 +42,26 @@ def _empty(columns: Iterable[str]) -> pd.DataFrame:
     return pd.DataFrame(columns=list(columns), dtype=object)
 
 
+# Kept event kinds a log writes on every stats interval (a run's length in lines, like its stats
+# lines): from a file, their text is read back when quoted, not kept (issue 34).
+REFERENCED_EVENT_KINDS = frozenset({"kv_transfer", "spec_decode"})
+
+
+def searched_kinds(rules: Iterable[Any]) -> frozenset[str]:
+    """The event kinds whose line text the rules search (``count_matching``): the store keeps it."""
+    return frozenset(kind for rule in rules for kind in rule.searched_kinds())
+
+
 class Store:
-    def __init__(self, model: DeploymentModel | None = None) -> None:
+    def __init__(self, model: DeploymentModel | None = None, searched_kinds: Iterable[str] = ()) -> None:
         self.model = model or DeploymentModel()
+        # Kinds whose text the rules search (``count_matching``): their text is kept.
+        self.referenced_kinds = REFERENCED_EVENT_KINDS - frozenset(searched_kinds)
         self._series: dict[str, _Series] = {}
         self.deployment_facts: dict[str, Any] = {}
         self.raw_counts: dict[str, int] = {}
-        self._line_memo: dict[tuple[str, int], str | None] = {}
+        self._line_memo: OrderedDict[tuple[str, int], str | None] = OrderedDict()  # newest _LINE_MEMO
+        self.lines = LineBook()  # the stats lines' text, read back from their files when quoted
         self._servers: set[str] = set()  # endpoints with a line only a vLLM or Dynamo server writes
         self._losses = Attribution()  # frontend lines that may say a worker died, as they are decided
         # Sources of /metrics scrapes read from files (a replay's recorded scrapes): their rows
@@ -76,8 +92,11 @@ class Store:
         if endpoint.role != "frontend":  # a frontend's rows (scrapes, requests) are not an engine's
             endpoint.engines |= part.engines
         rows = series.event_rows
+        referenced = self.referenced_kinds if self.lines.can_read_back(part.source) else ()
         for event in part.kept:  # every event the model and the facts read is a kept one
             if event.__class__ is tuple:  # a kept event nothing else reads: its row already
+                if event[2] in referenced and event[5].__class__ is str:  # its text: the CRC to read it back by
+                    event = (*event[:5], text_crc(event[5]), event[6])
                 rows.append(event)
                 continue
             self.model.observe(event)
@@ -87,7 +106,7 @@ class Store:
             rows.append((event.ts, event.engine, event.kind, event.source, line_no,
                          event.text, event.values.get("reason")))
         if len(part.stats):
-            series.stats_new.append(part.stats)
+            series.stats_new.append(part.stats)  # a log line's text already left out (fold_events)
         self.model.learned_from_lines(endpoint, part.raw_counts.keys(), bool(len(part.stats)))
         while self.model.absorbed:  # a log claimed an endpoint made of its URL: one endpoint, one series
             self._absorb(*self.model.absorbed.pop(0))
@@ -208,28 +227,33 @@ class Store:
         return self._series[name].events if name in self._series else _empty(_EVENT_COLUMNS)
 
     def line_text(self, source: str, line_no: int) -> str | None:
-        """The original text of a stats line (evidence quotes), memoised: the same few lines are
-        asked for on every dashboard tick, and each lookup would otherwise filter a whole frame."""
+        """The original text of a kept line (a stats line, a kept event's), memoised: the same few
+        lines are asked for on every dashboard tick, and each lookup would otherwise filter a whole
+        frame. A log line's text is read back from its file (``line_book``): "the file has changed"
+        when it is no longer the line that was read."""
         key = (source, line_no)
-        if key not in self._line_memo:
-            endpoint = self.model.endpoint_of(source)
-            stats = self.stats(endpoint.name)
-            text = None
-            if not stats.empty:
-                # The rows of that line number (numpy, on the int column), then their sources:
-                # comparing every row's source string cost 5 ms a quote on a 1 GB log's 193k rows.
-                rows = np.flatnonzero(stats["line_no"].to_numpy() == line_no)
-                sources = stats["source"].to_numpy()[rows] if len(rows) else rows
-                hit = [r for r, src in zip(rows.tolist(), sources.tolist()) if src == source]
-                text = str(stats["text"].iloc[hit[-1]]) if hit else None
-            self._line_memo[key] = text
-        return self._line_memo[key]
+        memo = self._line_memo
+        if key in memo:
+            memo.move_to_end(key)
+            return memo[key]
+        name = self.model.endpoint_of(source).name
+        text = None
+        for frame in (self.stats(name), self.events(name)):
+            kept = _kept_text(frame, source, line_no)
+            if kept is not None:
+                # A stats row keeps its CRC apart (its text None); an event row in place of its text.
+                text = kept if isinstance(kept, str) else self.lines.text(source, line_no, kept)
+                break
+        memo[key] = text
+        if len(memo) > _LINE_MEMO:
+            memo.popitem(last=False)
+        return text
 
     def quote(self, quote: dict[str, Any]) -> dict[str, Any]:
         """A rule's evidence quote as people read it: source, line and, for a stats line, its
         original wording (the rule engine keeps the fields it read)."""
         text = quote.get("text") or ""
-        if quote.get("kind") == "stats":
+        if quote.get("kind") == "stats" or not text:  # a kept event's text may be read back too
             text = self.line_text(quote["source"], quote["line_no"]) or text
         return {"source": quote.get("source"), "line_no": quote.get("line_no"), "text": text}
 
@@ -291,6 +315,26 @@ class Store:
         return engine is not None and engine not in endpoint.engines
 
 
+def _kept_text(frame: pd.DataFrame, source: str, line_no: int) -> str | int | None:
+    """The text a frame keeps of ``source``'s line ``line_no`` (its last row of that line), or the
+    CRC to read it back by; None when the frame has no such row."""
+    if frame.empty:
+        return None
+    # The rows of that line number (numpy, on the int column), then their sources: comparing
+    # every row's source string cost 5 ms a quote on a 1 GB log's 193k rows.
+    rows = np.flatnonzero(frame["line_no"].to_numpy() == line_no)
+    sources = frame["source"].to_numpy()[rows] if len(rows) else rows
+    hit = [r for r, src in zip(rows.tolist(), sources.tolist()) if src == source]
+    if not hit:
+        return None
+    text = frame["text"].iloc[hit[-1]]
+    if isinstance(text, str):
+        return text
+    crc = frame["crc"].iloc[hit[-1]] if "crc" in frame.columns else text
+    return int(crc) if crc is not None and crc == crc else None
+
+
+_LINE_MEMO = 4096  # quoted lines remembered: a dashboard tick asks for the same few
 _ROLE_ORDER = {"prefill": 0, "decode": 1, "aggregated": 2, "unknown": 3, "frontend": 4}
 
 
@@ -322,13 +366,14 @@ def _stats_frame(chunks: list[StatsColumns]) -> pd.DataFrame:
         rows = c.seal().values
         block[:, at:at + len(rows)] = rows.T
         at += len(rows)
-    columns: list[list] = [[x for c in chunks for x in getattr(c, name)] for name in ("engine", "sources", "line_no", "text")]
+    columns: list[list] = [[x for c in chunks for x in getattr(c, name)]
+                           for name in ("engine", "sources", "line_no", "text", "crc")]
     if None in ts:  # a stats line without a time cannot be placed
         keep = [i for i, t in enumerate(ts) if t is not None]
         ts = [ts[i] for i in keep]
         block = block[:, keep]
         columns = [[column[i] for i in keep] for column in columns]
-    engine, sources, line_no, text = columns
+    engine, sources, line_no, text, crc = columns
     # A line that does not print Preemptions leaves them unknown (NaN), not 0: vLLM 0.32 prints
     # none even while its /metrics count them.
     frame = pd.DataFrame(block.T, columns=list(STATS_FIELDS), copy=False)
@@ -336,7 +381,8 @@ def _stats_frame(chunks: list[StatsColumns]) -> pd.DataFrame:
     frame.insert(1, "engine", np.asarray(engine, dtype=np.int64))
     frame["source"] = pd.Series(sources)  # pandas infers its string dtype, as from records
     frame["line_no"] = np.asarray(line_no, dtype=np.int64)
-    frame["text"] = pd.Series(text)
+    frame["text"] = pd.Series(text, dtype=object)
+    frame["crc"] = np.asarray(crc, dtype=np.int64)
     return frame
 
 
@@ -344,7 +390,8 @@ def _columns_of(frame: pd.DataFrame) -> StatsColumns:
     """A stats frame back into columns (an endpoint absorbed into another)."""
     values = frame[list(STATS_FIELDS)].to_numpy(dtype=np.float64)
     return StatsColumns(frame["source"].tolist(), frame["ts"].tolist(), frame["engine"].tolist(),
-                        values.reshape(len(frame), len(STATS_FIELDS)), frame["line_no"].tolist(), frame["text"].tolist())
+                        values.reshape(len(frame), len(STATS_FIELDS)), frame["line_no"].tolist(), frame["text"].tolist(),
+                        frame["crc"].tolist())
 
 
 def _events_frame(rows: list[tuple]) -> pd.DataFrame:

@@ -144,7 +144,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
     ``reading``: the read ``start_reading`` started for these paths (else it starts here)."""
     reading = reading if reading is not None else start_reading(paths, year=year, tz=tz)
     try:
-        from pdwatch.model.store import Store
+        from pdwatch.model.store import Store, searched_kinds
         from pdwatch.rules import load_rules
 
         rules = rules if rules is not None else load_rules(rule_paths)
@@ -153,7 +153,7 @@ def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths:
         proms = [PrometheusSource(p, follow=False, options=prom) for p in dict.fromkeys(p for p in paths if is_prom(p))]
         if reading.error is not None:
             raise reading.error
-        store = Store(DeploymentModel(specs))
+        store = Store(DeploymentModel(specs), searched_kinds(rules))
         notices = reading.into(store)
     finally:
         reading.close()

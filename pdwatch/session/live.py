@@ -29,7 +29,7 @@ from pdwatch.events.recognition import LOOKED_FOR, nothing_to_judge, unrecognise
 from pdwatch.events.stream import EventStream
 from pdwatch.model.deployment import DeploymentModel, EndpointSpec
 from pdwatch.model.partial import GENERIC_KINDS
-from pdwatch.model.store import Store
+from pdwatch.model.store import Store, searched_kinds
 from pdwatch.parsers import Event
 from pdwatch.rules import Finding, Rule, RuleEngine, load_rules
 from pdwatch.rules.findings import severity_rank
@@ -69,7 +69,7 @@ class LiveSession:
         self._ingest = Ingest(self.sources, EventStream(self.sources, year=year, tz=tz), follow=(mode == "watch"))
         self._specs = tuple(specs)
         self.rules = rules if rules is not None else load_rules()
-        self.store = Store(DeploymentModel(self._specs))
+        self.store = Store(DeploymentModel(self._specs), searched_kinds(self.rules))
         self.engine = RuleEngine(self.rules)
         self._rows = SnapshotBuilder(self.store)
         self._rows.rule_fields = {r.finding: tuple(r.quoted_fields()) for r in self.rules}
@@ -217,7 +217,7 @@ class LiveSession:
     def _rebuild(self) -> None:
         """A fresh store and rule engine, the buffer rewound (the announced findings stay
         announced: one that fires again at the same start after a rewind is not news)."""
-        self.store = Store(DeploymentModel(self._specs))
+        self.store = Store(DeploymentModel(self._specs), searched_kinds(self.rules))
         self.store.scrape_sources = frozenset(self._scrape_homes)
         self._log_stats_endpoints.clear()
         self._preemption_fill = PreemptionFill()

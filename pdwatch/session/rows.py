@@ -183,7 +183,9 @@ class SnapshotBuilder:
         if not frames:
             return ()
         merged = pd.concat(frames, ignore_index=True).sort_values(["ts", "source", "line_no"], kind="stable")
-        return tuple(Evidence(str(r.source), int(r.line_no), str(r.text))
+        # A stats line's text is read back from its file (None in the frame: ``Store.line_text``).
+        return tuple(Evidence(str(r.source), int(r.line_no),
+                              r.text if isinstance(r.text, str) else self.store.line_text(str(r.source), int(r.line_no)) or "")
                      for r in merged.iloc[-max_lines:].itertuples(index=False))
 
 

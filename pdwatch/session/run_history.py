@@ -69,9 +69,9 @@ class RunHistory:
     def _judge(self, events: list[Event], sources: SourceSet, rules: list[Rule],
                specs: tuple[EndpointSpec, ...], paths: list[str]) -> None:
         try:
-            from pdwatch.model.store import Store
+            from pdwatch.model.store import Store, searched_kinds
             from pdwatch.session.analysis import judge
-            store = Store(DeploymentModel(specs))
+            store = Store(DeploymentModel(specs), searched_kinds(rules))
             stored = [e for e in events if e.kind not in UNSTORED_KINDS]
             for i in range(0, len(stored), 20_000):
                 store.add(stored[i:i + 20_000])

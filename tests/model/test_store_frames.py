@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 
 from pdwatch.parsers import Event
+from pdwatch.model.line_book import text_crc
 from pdwatch.model.partial import StatsColumns
 from pdwatch.model.store import Store, _stats_frame
 from pdwatch.rules.model import STATS_FIELDS
 
-_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text")
+_COLUMNS = ("ts", "engine", *STATS_FIELDS, "source", "line_no", "text", "crc")
 
 
 def _records_way(rows: list[tuple]) -> pd.DataFrame:
@@ -22,6 +23,8 @@ def _records_way(rows: list[tuple]) -> pd.DataFrame:
     frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
     frame["engine"] = frame["engine"].astype("int64")
     frame["line_no"] = frame["line_no"].astype("int64")
+    frame["crc"] = frame["crc"].astype("int64")
+    frame["text"] = pd.Series([r[-2] for r in rows], dtype=object)  # None where the line is read back
     for name in STATS_FIELDS:
         frame[name] = frame[name].astype("float64")
     return frame.dropna(subset=["ts"]).reset_index(drop=True)
@@ -33,14 +36,16 @@ def _rows(n: int, rng: random.Random) -> list[tuple]:
     for i in range(n):
         ts = None if rng.random() < 0.05 else t0 + timedelta(seconds=rng.choice([0, 1, 2, 2, 10]) * i / 3)
         values = [rng.choice([np.nan, 0.0, 1.5, float("inf"), 1e9]) for _ in STATS_FIELDS]
-        rows.append((ts, rng.randrange(4), *values, f"w{i % 2}.log", i + 1, f"line {i} [bold]"))
+        rows.append((ts, rng.randrange(4), *values, f"w{i % 2}.log", i + 1,
+                     *((f"line {i} [bold]", -1) if i % 3 else (None, rng.randrange(1 << 32)))))
     return rows
 
 
 def _columns(rows: list[tuple]) -> StatsColumns:
     n = len(STATS_FIELDS)
     return StatsColumns([r[2 + n] for r in rows], [r[0] for r in rows], [r[1] for r in rows],
-                        [list(r[2:2 + n]) for r in rows], [r[3 + n] for r in rows], [r[4 + n] for r in rows])
+                        [list(r[2:2 + n]) for r in rows], [r[3 + n] for r in rows], [r[4 + n] for r in rows],
+                        [r[5 + n] for r in rows])
 
 
 def test_column_frame_equals_the_records_frame():
@@ -57,7 +62,7 @@ def test_a_value_numpy_cannot_take_is_nan():
     """The parsers give a stats field a number or None; anything else reads as unknown (NaN)."""
     odd = [[1.5] * len(STATS_FIELDS), [2] * len(STATS_FIELDS)]
     odd[1][3] = object()
-    columns = StatsColumns(["a", "a"], [None, None], [0, 0], odd, [1, 2], ["x", "y"]).seal()
+    columns = StatsColumns(["a", "a"], [None, None], [0, 0], odd, [1, 2], ["x", "y"], [-1, -1]).seal()
     assert columns.values.shape == (2, len(STATS_FIELDS))
     assert np.isnan(columns.values[1, 3]) and columns.values[1, 2] == 2.0 and (columns.values[0] == 1.5).all()
 
@@ -80,9 +85,9 @@ def test_flushes_in_any_order_give_the_sorted_frame_and_the_median_interval():
     store.flush()
     frame = store.stats("decode_w0")
     expected = _records_way([(e.ts, e.engine, *[float(e.values.get(f, np.nan)) for f in STATS_FIELDS],
-                              e.source, e.line_no, e.text) for e in events if e not in late]
+                              e.source, e.line_no, e.text, text_crc(e.text)) for e in events if e not in late]
                             + [(e.ts, e.engine, *[float(e.values.get(f, np.nan)) for f in STATS_FIELDS],
-                                e.source, e.line_no, e.text) for e in late])
+                                e.source, e.line_no, e.text, text_crc(e.text)) for e in late])
     expected = expected.sort_values("ts", kind="stable", ignore_index=True)
     pd.testing.assert_frame_equal(frame, expected)
     diffs = expected.groupby("engine", sort=False)["ts"].diff().dt.total_seconds().dropna()
