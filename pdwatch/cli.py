@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from pdwatch import __version__
-from pdwatch.commands.stopping import exit_status
+from pdwatch.commands.stopping import ctrl_c_held, exit_status, forget_lost_stops, resurface_lost_stops
 from pdwatch.errors import NOTHING_TO_JUDGE_STATUS, NothingToJudge, UsageError
 
 # Sub-command -> module. Only the chosen one is imported: the others pull in pandas, Textual,
@@ -100,19 +96,12 @@ def overview_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Ctrl-C waits (the signal stays pending) while the command's modules are imported: a
-    KeyboardInterrupt inside a C extension's start-up can crash Python (orjson's: a segmentation
-    fault); once they are, it stops the command as anywhere else (status 130)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+def _unmark_interrupt_as_unhandled() -> None:
+    """CPython marks a KeyboardInterrupt raised inside ``exec`` of a string as unhandled, caught or
+    not, and then ends the process by SIGINT instead of with the status main returns (seen: Ctrl-C
+    landing while a dataclass built its methods, which it does with ``exec``, at import: the
+    process died of SIGINT, not 130). Every ``exec`` of a string clears the mark before it runs."""
+    exec("")  # noqa: S102
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         print(FIRST_STEPS, end="")
         return 0
+    resurface_lost_stops()
     try:
-        with _ctrl_c_held():
+        with ctrl_c_held():
             if chosen not in COMMANDS:  # --help, --version, nothing or a typo: no command module is needed
                 overview_parser().parse_args(argv)
             args = build_parser(chosen).parse_args(argv)
@@ -134,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pdwatch: {exc}", file=sys.stderr)
         return NOTHING_TO_JUDGE_STATUS
     except KeyboardInterrupt as interrupt:  # Ctrl-C, or a stop signal a command turned into one (Stopped)
+        forget_lost_stops()
+        _unmark_interrupt_as_unhandled()
         return exit_status(interrupt)
     except BrokenPipeError:
         # The reader (head, less) went away: stop quietly, and keep Python from complaining at exit.

@@ -7,7 +7,8 @@ import os
 import sys
 
 from pdwatch.commands import SUMMARIES
-from pdwatch.session.analysis import analyse, start_reading
+from pdwatch.session.analysis import analyse, import_the_rest, start_reading
+from pdwatch.commands.stopping import ctrl_c_held
 from pdwatch.commands.common import add_deployment_arguments, add_prom_arguments, add_rules_argument, \
     add_time_arguments, check_year, deployment_specs, load_rule_set, prom_options, time_zone
 from pdwatch.errors import UsageError
@@ -41,16 +42,21 @@ def run(args: argparse.Namespace) -> int:
     check_year(args)
     tz = time_zone(args)
     # The logs are read on every core from here on, while this process loads the rest (the
-    # rules, pandas, the report's writers: ~0.5 s of imports the reading now hides).
-    reading = start_reading(args.paths, year=args.year, tz=tz)
-    try:
-        specs = deployment_specs(args)
-        rules = load_rule_set(args)
-        model = load_model(args.model_config) if args.model_config else None
-        prom = prom_options(args)
-    except BaseException:
-        reading.close()
-        raise
+    # rules, pandas, the report's writers: ~0.5 s of imports the reading now hides). Ctrl-C waits
+    # for those imports and the rules' compiling (a stop inside them can be lost or crash Python);
+    # the workers take it at once.
+    with ctrl_c_held():
+        reading = start_reading(args.paths, year=args.year, tz=tz)
+        try:
+            specs = deployment_specs(args)
+            rules = load_rule_set(args)
+            model = load_model(args.model_config) if args.model_config else None
+            prom = prom_options(args)
+            import_the_rest()
+            from pdwatch.views.report import data  # noqa: F401
+        except BaseException:
+            reading.close()
+            raise
     analysis = analyse(args.paths, specs=specs, rules=rules, year=args.year, tz=tz, model=model, prom=prom,
                        reading=reading)
     from pdwatch.views.report import data

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -134,6 +135,16 @@ def start_reading(paths: list[str], *, year: int | None = None, tz: tzinfo | Non
     analysis is even imported. A missing input is ``analyse``'s UsageError, raised there (after
     the rules' errors, as before)."""
     return Reading(paths, year, tz)
+
+
+def import_the_rest() -> None:
+    """Import what ``analyse`` and ``judge`` import when they need it (pandas, the store, the rules,
+    the capacity arithmetic, the diagnosis): a command that holds Ctrl-C meanwhile calls it while
+    the workers read."""
+    from pdwatch.capacity import view  # noqa: F401
+    from pdwatch.diagnosis import diagnose  # noqa: F401
+    from pdwatch.model import store, throughput, topology_file  # noqa: F401
+    from pdwatch.rules import RuleEngine  # noqa: F401
 
 
 def analyse(paths: list[str], *, specs: Iterable[EndpointSpec] = (), rule_paths: list[str] | None = None,
@@ -366,6 +377,8 @@ def _start_scan(path: str, pool: ProcessPoolExecutor, workers: int, year: int | 
 
 
 def _init_worker(year: int | None, tz: tzinfo | None) -> None:
+    # Forked while the command held Ctrl-C (its imports): a worker stops on it at once, as before.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _WORKER.update(year=year, tz=tz)
 
 
