@@ -34,12 +34,26 @@ class _Series:
     stats: pd.DataFrame = field(default_factory=lambda: _empty(_STATS_COLUMNS))
     events: pd.DataFrame = field(default_factory=lambda: _empty(_EVENT_COLUMNS))
     last_ts: datetime | None = None  # a pd.Timestamp only when asked: not one per event
+    # The text ring of rows that cannot be read back (``KEPT_TEXT_ROWS``): rows kept with their
+    # text, and the row up to which older ones have had it dropped.
+    text_rows: int = 0
+    text_dropped_upto: int = 0
 
 
 def _empty(columns: Iterable[str]) -> pd.DataFrame:
     # The same frame as one empty object Series a column, in a fifth of the time (~0.3 ms against
     # ~1.8 for the stats columns): every endpoint's series starts with two of them.
     return pd.DataFrame(columns=list(columns), dtype=object)
+
+
+# Stats rows from sources that cannot be read back (stdin, an ssh log, a URL's /metrics) keep their
+# text, the newest KEPT_TEXT_ROWS of an endpoint's only (issue 34: a week's watch over ssh would
+# keep every line); an older one is quoted by line number with a sentence saying its text is gone.
+KEPT_TEXT_ROWS = 4096
+
+
+def text_gone(source: str, line_no: int) -> str:
+    return f"line {line_no} of {source} (its text is no longer kept: the last {KEPT_TEXT_ROWS} lines of each endpoint are)"
 
 
 # Kept event kinds a log writes on every stats interval (a run's length in lines, like its stats
@@ -157,7 +171,11 @@ class Store:
                 else:
                     series.stats = pd.concat([old, frame], ignore_index=True).sort_values(
                         "ts", kind="stable", ignore_index=True)
+                    series.text_dropped_upto = 0  # rows moved: look again from the first
                 series.stats_new = []
+                series.text_rows += int(frame["text"].notna().sum())
+                if series.text_rows > 2 * KEPT_TEXT_ROWS:  # every KEPT_TEXT_ROWS rows: amortised O(1) a row
+                    _drop_old_text(series, self.lines.can_read_back)
                 self._learn_interval(self.model.endpoints[name], series.stats)
             if series.event_rows:
                 frame = _events_frame(series.event_rows)
@@ -242,7 +260,12 @@ class Store:
             kept = _kept_text(frame, source, line_no)
             if kept is not None:
                 # A stats row keeps its CRC apart (its text None); an event row in place of its text.
-                text = kept if isinstance(kept, str) else self.lines.text(source, line_no, kept)
+                if isinstance(kept, str):
+                    text = kept
+                elif self.lines.can_read_back(source):
+                    text = self.lines.text(source, line_no, kept)
+                else:  # stdin, ssh, a URL: older than the text ring
+                    text = text_gone(source, line_no)
                 break
         memo[key] = text
         if len(memo) > _LINE_MEMO:
@@ -313,6 +336,22 @@ class Store:
         elif kind in ("spec_decode", "kv_transfer"):
             return False  # kept, and their engine is not the endpoint's (DeploymentModel.observe)
         return engine is not None and engine not in endpoint.engines
+
+
+def _drop_old_text(series: _Series, readable) -> None:
+    """Drop the text of the rows from sources that cannot be read back, before the newest
+    KEPT_TEXT_ROWS of them (a recorded scrape file's rows keep theirs: they have no other)."""
+    stats = series.stats
+    start = series.text_dropped_upto
+    texts = stats["text"].to_numpy()[start:]
+    sources = stats["source"].to_numpy()[start:]
+    kept = np.flatnonzero([t is not None and not readable(s) for t, s in zip(texts.tolist(), sources.tolist())]) + start
+    if len(kept) <= KEPT_TEXT_ROWS:
+        series.text_rows = len(kept)
+        return
+    upto = int(kept[-KEPT_TEXT_ROWS])
+    stats.iloc[kept[kept < upto], stats.columns.get_loc("text")] = None
+    series.text_dropped_upto, series.text_rows = upto, KEPT_TEXT_ROWS
 
 
 def _kept_text(frame: pd.DataFrame, source: str, line_no: int) -> str | int | None:
