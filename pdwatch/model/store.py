@@ -38,6 +38,8 @@ class _Series:
     # text, and the row up to which older ones have had it dropped.
     text_rows: int = 0
     text_dropped_upto: int = 0
+    event_text_rows: int = 0
+    event_text_dropped_upto: int = 0
 
 
 def _empty(columns: Iterable[str]) -> pd.DataFrame:
@@ -174,13 +176,14 @@ class Store:
                     series.text_dropped_upto = 0  # rows moved: look again from the first
                 series.stats_new = []
                 series.text_rows += int(frame["text"].notna().sum())
-                if series.text_rows > 2 * KEPT_TEXT_ROWS:  # every KEPT_TEXT_ROWS rows: amortised O(1) a row
-                    _drop_old_text(series, self.lines.can_read_back)
                 self._learn_interval(self.model.endpoints[name], series.stats)
             if series.event_rows:
                 frame = _events_frame(series.event_rows)
                 series.events = frame if series.events.empty else pd.concat([series.events, frame], ignore_index=True)
                 series.event_rows = []
+                series.event_text_rows += int(frame["kind"].isin(self.referenced_kinds).sum())
+            if max(series.text_rows, series.event_text_rows) > 2 * KEPT_TEXT_ROWS:  # amortised O(1) a row
+                _drop_old_text(series, self.lines.can_read_back, self.referenced_kinds)
 
     def drop_stats_from(self, name: str, sources: Iterable[str]) -> None:
         """Forget the stats rows of endpoint ``name`` that came from ``sources``: the scrapes that
@@ -338,20 +341,32 @@ class Store:
         return engine is not None and engine not in endpoint.engines
 
 
-def _drop_old_text(series: _Series, readable) -> None:
-    """Drop the text of the rows from sources that cannot be read back, before the newest
-    KEPT_TEXT_ROWS of them (a recorded scrape file's rows keep theirs: they have no other)."""
-    stats = series.stats
-    start = series.text_dropped_upto
-    texts = stats["text"].to_numpy()[start:]
-    sources = stats["source"].to_numpy()[start:]
-    kept = np.flatnonzero([t is not None and not readable(s) for t, s in zip(texts.tolist(), sources.tolist())]) + start
+def _text_ring(frame: pd.DataFrame, start: int, droppable) -> tuple[np.ndarray, int, int]:
+    """Of ``frame``'s rows from ``start``, those ``droppable(text, source, kind)`` older than the
+    newest KEPT_TEXT_ROWS such: their positions, where to look from next time, and how many such
+    rows remain."""
+    columns = [frame[c].to_numpy()[start:].tolist() for c in ("text", "source", "kind") if c in frame.columns]
+    kept = np.flatnonzero([droppable(*row) for row in zip(*columns)]) + start
     if len(kept) <= KEPT_TEXT_ROWS:
-        series.text_rows = len(kept)
-        return
+        return kept[:0], (int(kept[0]) if len(kept) else len(frame)), len(kept)
     upto = int(kept[-KEPT_TEXT_ROWS])
-    stats.iloc[kept[kept < upto], stats.columns.get_loc("text")] = None
-    series.text_dropped_upto, series.text_rows = upto, KEPT_TEXT_ROWS
+    return kept[kept < upto], upto, KEPT_TEXT_ROWS
+
+
+def _drop_old_text(series: _Series, readable, kinds: frozenset[str]) -> None:
+    """Drop the text of the rows from sources that cannot be read back, before the newest
+    KEPT_TEXT_ROWS of them: stats rows (a recorded scrape file's keep theirs: they have no other)
+    and event rows of ``kinds`` (the kinds a file's rows keep as references)."""
+    stats, events = series.stats, series.events
+    if series.text_rows > 2 * KEPT_TEXT_ROWS:
+        drop, series.text_dropped_upto, series.text_rows = _text_ring(
+            stats, series.text_dropped_upto, lambda text, source: text.__class__ is str and not readable(source))
+        stats.iloc[drop, stats.columns.get_loc("text")] = None  # its CRC says it was a log line
+    if series.event_text_rows > 2 * KEPT_TEXT_ROWS:
+        drop, series.event_text_dropped_upto, series.event_text_rows = _text_ring(
+            events, series.event_text_dropped_upto,
+            lambda text, source, kind: kind in kinds and text.__class__ is str and not readable(source))
+        events.iloc[drop, events.columns.get_loc("text")] = -1  # gone (an int, as a file's CRC would be)
 
 
 def _kept_text(frame: pd.DataFrame, source: str, line_no: int) -> str | int | None:
@@ -438,4 +453,7 @@ def _events_frame(rows: list[tuple]) -> pd.DataFrame:
     frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
     frame["engine"] = frame["engine"].astype("Int64")
     frame["line_no"] = frame["line_no"].astype("int64")
+    # Objects, as a file's rows are (a CRC in place of a text): pandas would make an all-text column
+    # strings, where an old line's text could not be replaced by the mark that it is gone.
+    frame["text"] = frame["text"].astype(object)
     return frame

@@ -70,3 +70,22 @@ def test_a_recorded_scrape_file_keeps_every_scrape_text(small_ring):
             zip(analysis.store.stats(ep.name)["source"], analysis.store.stats(ep.name)["text"])]
     assert len(rows) > 2 * KEEP
     assert all(text is not None for _source, text in rows)
+
+
+def test_kv_transfer_lines_from_stdin_keep_their_newest_text_only(small_ring):
+    # A real Dynamo 1.6.1 + vLLM CPU decode worker over NIXL: a KV-transfer line between stats lines.
+    log = REAL / "dynamo" / "disagg_kv_pressure" / "disagg_kv_pressure.decode.log"
+    events = scan(log.read_bytes(), source="-", year=2026)
+    transfers = {e.line_no: e.text for e in events if e.kind == "kv_transfer"}
+    assert len(transfers) > 2 * KEEP + 2, "the log must outgrow the ring"
+    store = Store()
+    for event in events:
+        store.add([event])
+        store.flush()
+    (endpoint,) = store.endpoints()
+    rows = store.events(endpoint.name)
+    rows = rows[rows["kind"] == "kv_transfer"]
+    kept = {int(n) for n, text in zip(rows["line_no"], rows["text"]) if isinstance(text, str)}
+    assert 0 < len(kept) <= 2 * KEEP and max(transfers) in kept
+    for line_no, text in transfers.items():
+        assert store.line_text("-", line_no) == (text if line_no in kept else text_gone("-", line_no))
