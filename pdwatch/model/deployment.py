@@ -39,6 +39,9 @@ PARALLEL_KEYS = ("data_parallel_size", "tensor_parallel_size", "pipeline_paralle
 
 _SRT_SLURM = regex.compile(
     r"^(?P<node>.+?)_(?P<role>prefill|decode|agg|frontend)_(?:w)?(?P<index>\d+)(?:\.metrics)?\.(?:out|err|log|txt)$")
+# ``logs/raw_prometheus.jsonl#decode_w0``: the source of a record of srt-slurm's scrape file
+_RAW_PROMETHEUS = regex.compile(
+    r"^raw_prometheus[^#/]*\.jsonl(?:\.gz)?#(?P<name>(?P<role>prefill|decode|agg|frontend)_(?:w)?\d+)$", regex.I)
 _ROLE_WORD = regex.compile(r"(?<![a-z])(prefill|decode)(?![a-z])", regex.I)
 _LOG_SUFFIX = regex.compile(r"(?:\.metrics)?\.(?:out|log|err|txt)$")  # x.log and x.metrics.txt: one endpoint
 _KV_ROLE = {"kv_producer": "prefill", "kv_consumer": "decode"}
@@ -198,6 +201,10 @@ def name_from_file(source: str, labels: Mapping[str, str] | None = None) -> tupl
         parts = urlsplit(source)
         return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}", None
     base = os.path.basename(source)
+    raw = _RAW_PROMETHEUS.match(base)  # srt-slurm's raw_prometheus.jsonl: a record names its endpoint
+    if raw:
+        role = {"agg": "aggregated"}.get(raw["role"], raw["role"])
+        return raw["name"], role
     m = _SRT_SLURM.match(base)
     if m:
         role = {"agg": "aggregated"}.get(m["role"], m["role"])

@@ -412,11 +412,11 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
     """
     if not paths:
         return []
-    from pdwatch.events.recorded import read_recorded_with_ports  # prometheus_client: only for scrapes
+    from pdwatch.events.recorded import read_scrape_file  # prometheus_client: only for scrapes
     from pdwatch.sources.scrape_source import UNREAD_PAGE
     notices: list[SourceNotice] = []
     for path in paths:
-        events, errors, ports = read_recorded_with_ports(path)
+        events, errors, ports = read_scrape_file(path)
         notices += [SourceNotice(path, "error", f"{path}: {e}") for e in errors]
         if not events and not errors:
             notices.append(SourceNotice(path, "info", f"{path}: {UNREAD_PAGE}"))
@@ -424,10 +424,16 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
         for event in events:
             by_source.setdefault(event.source, []).append(event)
         for source, group in by_source.items():
+            # A raw_prometheus record names its endpoint (role and worker index): the log of that name.
+            named = _named_endpoint(store, source)
             # A scrape names its server's port; a log names the port its server listens on.
             port = ports.get(source)
-            served = store.model.serving_port(port)
-            if served is not None and source not in served.sources:
+            served = store.model.serving_port(port) if named is None else None
+            if named is not None and source not in named.sources:
+                store.model.attach(source, named)
+                notices.append(SourceNotice(source, "info", f"{source}: the /metrics of {named.name} "
+                                                             f"(its records' role and worker_id)"))
+            elif served is not None and source not in served.sources:
                 store.model.attach(source, served)
                 notices.append(SourceNotice(source, "info", f"{source}: the /metrics of {served.name} "
                                                              f"(port {port}, as its log's args say)"))
@@ -444,6 +450,15 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
             store.add(group)
     store.flush()
     return notices
+
+
+def _named_endpoint(store: Store, source: str) -> Any:
+    """The endpoint a raw_prometheus record's source names (``...jsonl#decode_w0``) when a log of
+    that name was read (``<node>_decode_w0.out``), else None (the port, then the name, place it)."""
+    from pdwatch.sources.discovery import split_source
+    _, name = split_source(source)
+    endpoint = store.model.endpoints.get(name) if name else None
+    return endpoint if endpoint is not None and endpoint.sources else None
 
 
 def _add_prometheus(store: Store, proms: list[PrometheusSource]) -> list[SourceNotice]:
