@@ -415,9 +415,18 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
     from pdwatch.events.recorded import read_scrape_file  # prometheus_client: only for scrapes
     from pdwatch.sources.scrape_source import UNREAD_PAGE
     notices: list[SourceNotice] = []
+    from pdwatch.sources.discovery import is_raw_prometheus
     for path in paths:
-        events, errors, ports = read_scrape_file(path)
-        notices += [SourceNotice(path, "error", f"{path}: {e}") for e in errors]
+        try:
+            events, errors, ports = read_scrape_file(path)
+        except OSError as exc:
+            notices.append(SourceNotice(path, "error", f"{path}: cannot be read: {exc.strerror or exc}"))
+            continue
+        if is_raw_prometheus(path):
+            # a record skipped (a job killed mid-write cuts its last line) is told; the others are read
+            notices += [SourceNotice(path, "info", e) for e in errors]
+        else:
+            notices += [SourceNotice(path, "error", f"{path}: {e}") for e in errors]
         if not events and not errors:
             notices.append(SourceNotice(path, "info", f"{path}: {UNREAD_PAGE}"))
         by_source: dict[str, list[Event]] = {}

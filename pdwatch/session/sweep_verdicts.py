@@ -92,7 +92,7 @@ def _analyse(job: Job, rules: Any, notes: list[str]) -> Any:
     scrapes = sorted(str(p) for p in job.logs_folder.glob("*.metrics.txt")) if job.logs_folder else []
     if job.prometheus is not None:  # srt-slurm's own scrapes (raw_prometheus.jsonl[.gz]), one record a line
         scrapes.append(str(job.prometheus))
-    if not logs:
+    if not logs and not scrapes:  # its recorded scrapes alone still say what held (a worker log lost)
         notes.append(f"job {job.job_id}: no worker logs beside its results; its points have no verdict")
         return None
     try:

@@ -19,7 +19,9 @@ srt-slurm's layout, ``OUT/outputs/<job_id>/``:
 - ``logs/sa-bench_isl_<ISL>_osl_<OSL>/results_concurrency_<C>_gpus_1.json``: the client's result files;
 - ``logs/<node>_frontend_0.metrics.txt``, ``logs/<node>_agg_w0.metrics.txt``: each process's ``/metrics`` every 2 s as
   the kit records them, named as its log
-  (``run.Scraper``; the header's ``phase=`` names the point: ``warmup_c8``, ``c8``, ``between``).
+  (``run.Scraper``; the header's ``phase=`` names the point: ``warmup_c8``, ``c8``, ``between``);
+  with ``scrapes="raw-jsonl"`` (or ``"both"``) ``logs/raw_prometheus.jsonl`` instead (or too): srt-slurm's
+  record shape, one JSON line per scrape and process.
 
 The tokenizer: ``vllm bench serve`` loads the model folder's word-level tokenizer
 (``word_tokenizer.py``; ``--tokenizer`` points at the folder), draws random token ids and decodes them
@@ -381,9 +383,15 @@ def readme(d: dict) -> str:
              f"`logs/sa-bench_isl_{cfg['isl']}_osl_{cfg['osl']}/results_concurrency_C_gpus_1.json`.",
              "",
              "All times are UTC (every process ran with TZ=UTC; `benchmark.out`'s `date` lines are UTC). The logs "
-             "are each process's stdout and stderr, untouched; `logs/*.metrics.txt` each process's `/metrics` every "
-             "2 s after a `# ===== ... phase=P t=EPOCH (ISO) port=N =====` line (`phase=c8` the measured run at C=8, "
-             "`warmup_c8` its warm-up). The facts below are read with plain regular expressions from the logs, the "
+             "are each process's stdout and stderr, untouched; "
+             + (f"`logs/*.metrics.txt` each process's `/metrics` every "
+                "2 s after a `# ===== ... phase=P t=EPOCH (ISO) port=N =====` line (`phase=c8` the measured run at C=8, "
+                "`warmup_c8` its warm-up)" if cfg.get("scrapes", "metrics-txt") != "raw-jsonl" else "")
+             + (" and " if cfg.get("scrapes") == "both" else "")
+             + ("`logs/raw_prometheus.jsonl` each process's `/metrics` every 2 s as srt-slurm's scraper records them, "
+                "one JSON line per scrape and process (`timestamp_ns`, `endpoint_url`, `role`, `worker_id`, `text`)"
+                if cfg.get("scrapes") in ("raw-jsonl", "both") else "")
+             + ". The facts below are read with plain regular expressions from the logs, the "
              "scrapes and the result files, not with pdwatch.", "",
              "## Processes", ""]
     for p in d["processes"]:
