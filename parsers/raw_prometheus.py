@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
 import regex
@@ -110,7 +110,9 @@ def parse_record(line: str | bytes, line_no: int) -> RawRecord:
     url = obj.get("endpoint_url")
     error = obj.get("error")
     try:
-        ts = datetime.fromtimestamp(stamp / 1e9, tz=timezone.utc)
+        # whole seconds and microseconds apart: exact to the microsecond (a float of ns is not)
+        whole, ns = divmod(int(stamp), 1_000_000_000)
+        ts = datetime.fromtimestamp(whole, tz=timezone.utc) + timedelta(microseconds=ns // 1000)
     except (OverflowError, OSError, ValueError):
         raise RecordError(f"timestamp_ns {stamp} is out of range") from None
     return RawRecord(line_no, ts, url if isinstance(url, str) else "", role, index, text,

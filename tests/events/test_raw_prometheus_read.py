@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -14,6 +15,8 @@ from pdwatch.events.raw_prometheus import MAX_TOLD, read_raw_prometheus
 from pdwatch.events.recorded import read_scrape_file
 from pdwatch.sources.discovery import evidence_source, split_source
 from tests.conftest import DATA
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 JOB = next((DATA / "real" / "sweeps" / "dynamo-agg-kv48-c1-16-rawprom").glob("*/logs")).parent
 RAW = JOB / "logs" / "raw_prometheus.jsonl"
@@ -38,7 +41,7 @@ def test_each_record_is_one_scrape_of_its_endpoint(read, records):
     by_line = {no: r for no, r in enumerate(records, 1)}
     # one stats event per worker record (one engine), on the record's own line and at its own time
     assert [e.line_no for e in worker] == [no for no, r in by_line.items() if r["role"] == "agg"]
-    assert all(round(e.ts.timestamp() * 1e3) == by_line[e.line_no]["timestamp_ns"] // 10**6 for e in worker)
+    assert all((e.ts - EPOCH) // timedelta(microseconds=1) == by_line[e.line_no]["timestamp_ns"] // 1000 for e in worker)
     assert {e.line_no for e in frontend} <= {no for no, r in by_line.items() if r["role"] == "frontend"}
     url_port = {r["role"]: int(r["endpoint_url"].rsplit(":", 1)[1].split("/")[0]) for r in records}
     assert ports == {f"{RAW}#agg_w0": url_port["agg"], f"{RAW}#frontend_0": url_port["frontend"]}
