@@ -17,42 +17,18 @@ rest); a failed scrape (empty ``text``, the scraper's ``error``) is counted in o
 
 from __future__ import annotations
 
-import gzip
 import os
 import zlib
 from dataclasses import dataclass, field
-from typing import IO, Iterator
 
 from pdwatch.parsers import Event
 from pdwatch.parsers.exposition import CounterState, ExpositionError, events_from_exposition
 from pdwatch.parsers.raw_prometheus import RawRecord, RecordError, header, parse_record
 from pdwatch.sources.discovery import evidence_source, is_raw_prometheus, source_of, split_source  # noqa: F401
+from pdwatch.sources import jsonl
+from pdwatch.sources.jsonl import iter_lines, open_lines  # noqa: F401
 
-MAX_LINE_BYTES = 64 << 20  # a scrape of a big server is a few MB; longer is not a record
 MAX_TOLD = 10  # skipped lines told one by one, then counted
-
-
-def open_lines(path: str | os.PathLike[str]) -> IO[bytes]:
-    """The file as bytes, a ``.gz`` decompressed as it is read."""
-    return gzip.open(path, "rb") if os.fspath(path).lower().endswith(".gz") else open(path, "rb")
-
-
-def iter_lines(f: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, line) in order; None for a line over ``MAX_LINE_BYTES`` (its rest skipped)."""
-    no = 0
-    while True:
-        line = f.readline(MAX_LINE_BYTES)
-        if not line:
-            return
-        no += 1
-        if len(line) >= MAX_LINE_BYTES and not line.endswith(b"\n"):
-            while True:  # the rest of the over-long line
-                rest = f.readline(MAX_LINE_BYTES)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield no, None
-            continue
-        yield no, line
 
 
 @dataclass
@@ -68,7 +44,7 @@ class RawReader:
 
     def line(self, line_no: int, line: bytes | None) -> list[Event]:
         if line is None:
-            self._skip(line_no, f"longer than {MAX_LINE_BYTES >> 20} MiB")
+            self._skip(line_no, f"longer than {jsonl.MAX_LINE_BYTES} bytes (its rest skipped)")
             return []
         if not line.strip():
             return []

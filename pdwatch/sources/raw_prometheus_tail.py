@@ -19,6 +19,7 @@ from pdwatch.parsers.raw_prometheus import RecordError, parse_record
 
 from .discovery import source_of
 from .file_tail import FileTail
+from .jsonl import iter_lines, open_lines
 from .records import LineBlock, ScrapeBlock, SourceNotice
 
 Item = LineBlock | ScrapeBlock | SourceNotice
@@ -70,7 +71,6 @@ class RawPrometheusTail:
             self._tail.close()
 
     def _gz_lines(self) -> Iterator[tuple[int, bytes | None]]:
-        from pdwatch.events.raw_prometheus import iter_lines, open_lines
         no = 0
         try:
             with open_lines(self.path) as f:

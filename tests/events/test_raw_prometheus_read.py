@@ -120,3 +120,18 @@ def test_evidence_shows_the_file_and_its_line():
     assert evidence_source("logs/raw_prometheus.jsonl.gz#frontend_0") == "logs/raw_prometheus.jsonl.gz"
     assert evidence_source("x.metrics.txt#port=8421") == "x.metrics.txt#port=8421"  # not a raw_prometheus record
     assert evidence_source("logs/vm_agg_w0.out") == "logs/vm_agg_w0.out"
+
+
+def test_a_line_longer_than_the_cap_is_skipped_its_rest_too_and_the_next_read(tmp_path, monkeypatch):
+    from pdwatch.sources import jsonl
+    lines = RAW.read_bytes().splitlines(keepends=True)
+    short = min(range(len(lines)), key=lambda i: len(lines[i]))
+    long = max(range(len(lines)), key=lambda i: len(lines[i]))
+    cap = len(lines[short]) + 1
+    assert len(lines[long]) > 3 * cap  # the cap falls inside it more than once
+    path = tmp_path / "raw_prometheus.jsonl"
+    path.write_bytes(lines[long] + lines[short])
+    monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", cap)
+    events, notices, _ = read_raw_prometheus(path)
+    assert notices == [f"{path}:1: record skipped: longer than {cap} bytes (its rest skipped)"]
+    assert {e.line_no for e in events} <= {2}
