@@ -6,17 +6,22 @@ one JSON object per line per (scrape, endpoint)::
     {"timestamp_ns": 1765000000123456789, "endpoint_url": "http://10.0.0.7:8081/metrics",
      "role": "decode", "worker_id": 0, "text": "<the raw Prometheus exposition>"}
 
-``role`` is ``frontend``, ``prefill``, ``decode`` (or ``agg``); ``worker_id`` is the worker's index
-(``0``, ``"0"``) or a name that ends in it (``"decode_w0"``, ``"frontend_0"``). A failed scrape may
-carry an empty ``text`` and an ``error`` key.
+``role`` is ``frontend``, ``prefill``, ``decode`` (or ``agg``). srt-slurm's own scraper writes the
+worker's **node** as ``worker_id`` (``"node1"``, the ``<node>`` of its log ``<node>_decode_w0.out``) and
+null for the frontend, and an aggregated worker as role ``decode``; other recorders write the worker's
+index (``0``, ``"0"``) or a name that ends in it (``"decode_w0"``, ``"frontend_0"``). srt-slurm writes
+no line for a failed scrape; others may, with an empty ``text`` and an ``error`` key.
 
 API (pure: text in, typed records out; nothing here reads a file):
 
 - ``parse_record(line, line_no) -> RawRecord``; ``RecordError`` when the line is not such a record
   (truncated, not JSON, a field missing or of the wrong type).
-- ``endpoint_name(role, worker_id) -> str``: the endpoint the record belongs to, named as pdwatch
-  names the log of the same process: ``decode_w0`` for ``<node>_decode_w0.out``, ``agg_w0`` for
-  ``<node>_agg_w0.out``, ``frontend_0`` for ``<node>_frontend_0.out``.
+- ``RawRecord.endpoint``: the endpoint key of the record. With an index, the name pdwatch gives the
+  log of the same process: ``decode_w0`` for ``<node>_decode_w0.out``, ``agg_w0`` for
+  ``<node>_agg_w0.out``, ``frontend_0`` for ``<node>_frontend_0.out`` (a null ``worker_id`` of the
+  frontend: ``frontend_0``). With a node, ``decode@node1:8081`` (its URL's port): the reader of the logs
+  finds the log of that role on that node (``node1_decode_w0.out``, or ``node1_agg_w0.out`` for
+  srt-slurm's ``decode``). A worker with a null ``worker_id``: ``decode@HOST:PORT`` of its URL.
 - ``header(record) -> str``: the short text that starts each event of the record (its evidence text).
 """
 
@@ -31,8 +36,8 @@ import regex
 
 ROLES = ("frontend", "prefill", "decode", "agg")
 _ROLE_ALIASES = {"aggregated": "agg"}
-# A worker_id written as a name: "decode_w0", "agg_w1", "frontend_0", "w3", "3".
-_TRAILING_INDEX = regex.compile(r"(?:^|_)w?(?P<index>\d+)$")
+# A worker_id that is an index: "3", "w3", "decode_w0", "agg_w1", "frontend_0" (any other string is a node).
+_INDEX = regex.compile(r"(?:(?:prefill|decode|agg|aggregated)_w|frontend_|w)?(?P<index>\d+)")
 
 
 class RecordError(ValueError):
@@ -45,13 +50,26 @@ class RawRecord:
     ts: datetime  # timestamp_ns, UTC
     endpoint_url: str
     role: str  # "frontend" | "prefill" | "decode" | "agg"
-    worker_index: int
+    worker_index: int | None  # the worker_id as an index (None: a node name, or null)
     text: str  # the raw exposition ("" for a failed scrape)
     error: str | None = None  # the scraper's reason for a failed scrape
+    node: str | None = None  # the worker_id as a node name (srt-slurm's)
 
     @property
     def endpoint(self) -> str:
-        return endpoint_name(self.role, self.worker_index)
+        if self.worker_index is not None:
+            return endpoint_name(self.role, self.worker_index)
+        if self.role == "frontend" and self.node is None:
+            return "frontend_0"  # srt-slurm's frontend: worker_id null
+        # srt-slurm's node (several workers of a node apart by their port), else the URL's host and port
+        port = self.port
+        if self.node is not None:
+            return f"{self.role}@{self.node}" + (f":{port}" if port is not None else "")
+        try:
+            where = urlsplit(self.endpoint_url).netloc
+        except ValueError:
+            where = ""
+        return f"{self.role}@{where or 'unknown'}"
 
     @property
     def port(self) -> int | None:
@@ -61,19 +79,30 @@ class RawRecord:
             return None
 
 
-def worker_index(worker_id: object) -> int:
-    """The index a ``worker_id`` gives (``0``, ``"0"``, ``"decode_w0"``, ``"frontend_0"``)."""
+def worker_identity(worker_id: object) -> tuple[int | None, str | None]:
+    """(index, node) a ``worker_id`` gives: ``0``, ``"0"``, ``"decode_w0"``, ``"frontend_0"`` are indexes;
+    any other string is a node name (srt-slurm's: ``"node1"``); null is neither."""
+    if worker_id is None:
+        return None, None
     if isinstance(worker_id, bool):
-        raise RecordError(f"worker_id {worker_id!r} is not an index")
+        raise RecordError(f"worker_id {worker_id!r} is neither an index nor a node")
     if isinstance(worker_id, int):
         if worker_id < 0:
             raise RecordError(f"worker_id {worker_id} is negative")
-        return worker_id
-    if isinstance(worker_id, str):
-        m = _TRAILING_INDEX.search(worker_id.strip())
+        return worker_id, None
+    if isinstance(worker_id, str) and worker_id.strip():
+        m = _INDEX.fullmatch(worker_id.strip())
         if m is not None:
-            return int(m["index"])
-    raise RecordError(f"worker_id {worker_id!r} names no worker index")
+            return int(m["index"]), None
+        if "#" in worker_id or "/" in worker_id:
+            raise RecordError(f"worker_id {worker_id!r} is neither an index nor a node")
+        return None, worker_id.strip()
+    raise RecordError(f"worker_id {worker_id!r} is neither an index nor a node")
+
+
+def worker_index(worker_id: object) -> int | None:
+    """The index a ``worker_id`` gives (``0``, ``"0"``, ``"decode_w0"``, ``"frontend_0"``); None for a node."""
+    return worker_identity(worker_id)[0]
 
 
 def endpoint_name(role: str, index: int) -> str:
@@ -103,7 +132,7 @@ def parse_record(line: str | bytes, line_no: int) -> RawRecord:
         raise RecordError(f"role {role!r} is none of {', '.join(ROLES)}")
     if "worker_id" not in obj:
         raise RecordError("no worker_id")
-    index = worker_index(obj["worker_id"])
+    index, node = worker_identity(obj["worker_id"])
     text = obj.get("text")
     if not isinstance(text, str):
         raise RecordError("no text string")
@@ -116,7 +145,7 @@ def parse_record(line: str | bytes, line_no: int) -> RawRecord:
     except (OverflowError, OSError, ValueError):
         raise RecordError(f"timestamp_ns {stamp} is out of range") from None
     return RawRecord(line_no, ts, url if isinstance(url, str) else "", role, index, text,
-                     error if isinstance(error, str) else None)
+                     error if isinstance(error, str) else None, node)
 
 
 def header(record: RawRecord) -> str:
@@ -126,4 +155,5 @@ def header(record: RawRecord) -> str:
     return f"raw_prometheus {record.endpoint} t={epoch:.3f} ({record.ts.isoformat(timespec='milliseconds')}){url}"
 
 
-__all__ = ["ROLES", "RawRecord", "RecordError", "endpoint_name", "header", "parse_record", "worker_index"]
+__all__ = ["ROLES", "RawRecord", "RecordError", "endpoint_name", "header", "parse_record", "worker_identity",
+           "worker_index"]

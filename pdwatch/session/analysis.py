@@ -432,9 +432,10 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
         by_source: dict[str, list[Event]] = {}
         for event in events:
             by_source.setdefault(event.source, []).append(event)
+        homes = _raw_record_homes(store, list(by_source), notices) if is_raw_prometheus(path) else {}
         for source, group in by_source.items():
-            # A raw_prometheus record names its endpoint (role and worker index): the log of that name.
-            named = _named_endpoint(store, source)
+            # A raw_prometheus record names its endpoint (role and worker index or node): the log it names.
+            named = homes.get(source)
             # A scrape names its server's port; a log names the port its server listens on.
             port = ports.get(source)
             served = store.model.serving_port(port) if named is None else None
@@ -461,13 +462,36 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
     return notices
 
 
-def _named_endpoint(store: Store, source: str) -> Any:
-    """The endpoint a raw_prometheus record's source names (``...jsonl#decode_w0``) when a log of
-    that name was read (``<node>_decode_w0.out``), else None (the port, then the name, place it)."""
-    from pdwatch.sources.discovery import split_source
-    _, name = split_source(source)
-    endpoint = store.model.endpoints.get(name) if name else None
-    return endpoint if endpoint is not None and endpoint.sources else None
+def _raw_record_homes(store: Store, sources: list[str], notices: list[SourceNotice]) -> dict[str, Any]:
+    """The endpoint of each raw_prometheus record source (``FILE#decode_w0``, ``FILE#decode@node1:8081``)
+    whose log was read: the one log it names; two workers of a role on one node (srt-slurm names a
+    worker by its node) in the order of their ports, lowest to ``w0``, when as many ports as logs."""
+    homes: dict[str, Any] = {}
+    shared: dict[tuple[str, ...], list[str]] = {}  # the candidates' names -> the sources they could be
+    for source in sources:
+        found = store.model.raw_record_candidates(source)
+        if len(found) == 1:
+            homes[source] = found[0]
+        elif len(found) > 1:
+            shared.setdefault(tuple(sorted(e.name for e in found)), []).append(source)
+    for names, group in shared.items():
+        ports = sorted(group, key=lambda src: int(src.rsplit(":", 1)[1]) if src.rsplit(":", 1)[1].isdigit() else -1)
+        if len(ports) != len(names):
+            notices.append(SourceNotice(group[0], "info", f"{', '.join(group)}: {len(names)} logs of that role on "
+                                                          f"that node ({', '.join(names)}), which is which is not known: "
+                                                          f"endpoints of their own"))
+            continue
+        ordered = sorted(names, key=_worker_order)
+        for source, name in zip(ports, ordered):
+            homes[source] = store.model.endpoints[name]
+        notices.append(SourceNotice(group[0], "info", f"{', '.join(ports)}: the /metrics of {', '.join(ordered)}, "
+                                                      f"taken in the order of their ports (one node, the same role)"))
+    return homes
+
+
+def _worker_order(name: str) -> tuple[int, str]:
+    index = name.rsplit("_w", 1)[-1]
+    return (int(index) if index.isdigit() else 1 << 30, name)
 
 
 def _add_prometheus(store: Store, proms: list[PrometheusSource]) -> list[SourceNotice]:

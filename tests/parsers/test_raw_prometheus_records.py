@@ -10,7 +10,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from pdwatch.parsers.exposition import events_from_exposition
-from pdwatch.parsers.raw_prometheus import RecordError, endpoint_name, header, parse_record, worker_index
+from pdwatch.parsers.raw_prometheus import (RecordError, endpoint_name, header, parse_record, worker_identity,
+                                            worker_index)
 from tests.conftest import DATA
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -68,7 +69,8 @@ def test_a_cut_off_last_line_is_an_error_that_says_so(lines):
     (b'{"timestamp_ns": "soon", "role": "agg", "worker_id": 0, "text": ""}', "no timestamp_ns"),
     (b'{"timestamp_ns": 1, "role": "router", "worker_id": 0, "text": ""}', "role 'router'"),
     (b'{"timestamp_ns": 1, "role": "decode", "text": ""}', "no worker_id"),
-    (b'{"timestamp_ns": 1, "role": "decode", "worker_id": "leader", "text": ""}', "names no worker index"),
+    (b'{"timestamp_ns": 1, "role": "decode", "worker_id": ["node1"], "text": ""}', "neither an index nor a node"),
+    (b'{"timestamp_ns": 1, "role": "decode", "worker_id": true, "text": ""}', "neither an index nor a node"),
     (b'{"timestamp_ns": 1, "role": "decode", "worker_id": 0}', "no text"),
     (b"   \n", "empty line"),
 ])
@@ -79,8 +81,23 @@ def test_garbage_is_an_error_not_a_crash(garbage, why):
 
 @pytest.mark.parametrize("worker_id, index", [(0, 0), (3, 3), ("0", 0), ("decode_w1", 1), ("frontend_0", 0),
                                                ("agg_w12", 12), ("w2", 2)])
-def test_worker_id_as_srt_slurm_and_the_reference_scraper_write_it(worker_id, index):
+def test_worker_id_as_an_index(worker_id, index):
     assert worker_index(worker_id) == index
+
+
+def test_worker_id_as_srt_slurm_writes_it_the_node_and_null_for_the_frontend():
+    # srtctl/analysis/metrics_scraper.py: "worker_id": process.node for workers (an agg worker's role "decode"),
+    # None for the frontend; the URL is the node's address and the worker's system port
+    worker = parse_record(b'{"timestamp_ns": 1796663645987273165, "endpoint_url": "http://10.0.0.7:8081/metrics", '
+                          b'"role": "decode", "worker_id": "node9", "text": "x 1\\n"}', 4)
+    assert (worker.worker_index, worker.node, worker.endpoint) == (None, "node9", "decode@node9:8081")
+    assert worker_identity("gpu-node-01") == (None, "gpu-node-01")
+    frontend = parse_record(b'{"timestamp_ns": 1796663645987273165, "endpoint_url": "http://10.0.0.7:8000/metrics", '
+                            b'"role": "frontend", "worker_id": null, "text": ""}', 5)
+    assert frontend.endpoint == "frontend_0"
+    anonymous = parse_record(b'{"timestamp_ns": 1, "endpoint_url": "http://10.0.0.8:8082/metrics", '
+                             b'"role": "prefill", "worker_id": null, "text": ""}', 6)
+    assert anonymous.endpoint == "prefill@10.0.0.8:8082"
 
 
 def test_endpoint_names_are_those_of_the_processes_logs():

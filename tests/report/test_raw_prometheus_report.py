@@ -139,3 +139,45 @@ def test_replay_gives_report_s_findings():
     assert done.returncode == 0, done.stderr
     fired = {(e["rule"], e["endpoint"]) for e in map(json.loads, done.stdout.splitlines()) if e.get("rule")}
     assert fired == {(f["rule"], f["endpoint"]) for f in report["findings"]}
+
+
+def _as_srt_slurm_writes_them(dest: Path) -> Path:
+    """The job's records with the identity fields srt-slurm's own scraper (srtctl/analysis/metrics_scraper.py)
+    writes: ``worker_id`` the worker's node (``vm``, the ``<node>`` of ``vm_agg_w0.out``) with an aggregated worker's
+    role ``decode``, and null for the frontend; timestamps, URLs and texts as recorded."""
+    logs = dest / "logs"
+    logs.mkdir(parents=True)
+    for log in LOGS.glob("*.out"):
+        shutil.copy(log, logs / log.name)
+    with open(logs / "raw_prometheus.jsonl", "w") as out:
+        for _, record in _records():
+            if record["role"] == "agg":
+                record.update(role="decode", worker_id="vm")
+            else:
+                record["worker_id"] = None
+            out.write(json.dumps(record) + "\n")
+    return logs
+
+
+def test_srt_slurm_s_node_worker_id_joins_the_log_of_that_node(tmp_path: Path):
+    logs = _as_srt_slurm_writes_them(tmp_path)
+    raw = logs / "raw_prometheus.jsonl"
+    port = json.loads(raw.read_text().splitlines()[1])["endpoint_url"]
+    analysis = analyse([str(logs)])
+    endpoints = {e.name: e for e in analysis.store.endpoints()}
+    assert sorted(endpoints) == ["agg_w0", "frontend_0"]
+    worker_source = next(s for s in endpoints["agg_w0"].sources if "#" in s)
+    assert worker_source.startswith(f"{raw}#decode@vm:")
+    assert f"{raw}#frontend_0" in endpoints["frontend_0"].sources
+    # the same fill as with the kit's own worker_id
+    filled = analysis.store.stats("agg_w0")["preemptions"].fillna(0)
+    ours = analyse([str(LOGS)]).store.stats("agg_w0")["preemptions"].fillna(0)
+    assert list(filled) == list(ours) and port
+
+
+def test_srt_slurm_s_records_alone_name_the_worker_by_node(tmp_path: Path):
+    raw = _as_srt_slurm_writes_them(tmp_path) / "raw_prometheus.jsonl"
+    report, _ = _report(str(raw))
+    names = sorted(e["name"] for e in report["endpoints"])
+    assert names[0].startswith("decode@vm:") and names[1] == "frontend_0"
+    assert any(f["rule"] == "kv_exhausted" and f["endpoint"] == names[0] for f in report["findings"])
