@@ -40,7 +40,9 @@ def window_figures(name: str, role: str, engines: int, stats: pd.DataFrame, inte
     since = (end - pd.Timedelta(seconds=intervals * max(interval_s, 0.1))).as_unit(stamps.dt.unit)
     if start is not None:  # an episode: from its start, at least the usual window
         since = min(since, start.as_unit(stamps.dt.unit) - pd.Timedelta(seconds=max(interval_s, 0.1)))
-    tail = stats.iloc[int(stamps.searchsorted(since, side="right")):]
+    # In nanoseconds both: an episode's start (a scrape's time, to the microsecond) less a measured interval
+    # is finer than a frame of whole-second log lines, which pandas will not round to bisect.
+    tail = stats.iloc[int(stamps.dt.as_unit("ns").searchsorted(since.as_unit("ns"), side="right")):]
     step = f"{max(round(interval_s), 1)}s"
     keyed = tail.assign(bucket=tail["ts"].dt.floor(step))
     fields = [f for f in ("prompt_tps", "gen_tps", "running", "waiting", "kv_usage_pct") if f in keyed]

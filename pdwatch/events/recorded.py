@@ -12,6 +12,8 @@ API:
   (scrape by scrape, engines ascending); a scrape prometheus_client cannot parse is skipped
   and described in ``errors``.
 - ``read_recorded(path, source=None) -> (events, errors)``: the same for a file.
+- ``read_scrape_file(path) -> (events, errors, ports)``: a ``*.metrics.txt`` or srt-slurm's
+  ``raw_prometheus.jsonl[.gz]`` (``pdwatch.events.raw_prometheus``), by its name.
 
 Event ``source``: the path (or ``source``) when the file holds one port; when it holds scrapes
 of several servers (the real s10b file: ports 8421 and 8422) each port's events get
@@ -92,3 +94,14 @@ def read_recorded_with_ports(path: str | os.PathLike[str], source: str | None = 
     ports = {s.port for s in split_scrapes(text) if s.port is not None}
     by_source = {name: next(iter(ports))} if len(ports) == 1 else {f"{name}#port={p}": p for p in ports}
     return events, errors, by_source
+
+
+def read_scrape_file(path: str | os.PathLike[str], source: str | None = None
+                     ) -> tuple[list[Event], list[str], dict[str, int]]:
+    """A recorded scrape file of either shape: srt-slurm's ``raw_prometheus.jsonl[.gz]`` (one JSON
+    record a line, ``pdwatch.events.raw_prometheus``) or a ``*.metrics.txt`` (``read_recorded_with_ports``)."""
+    from pdwatch.sources.discovery import is_raw_prometheus
+    if is_raw_prometheus(path):
+        from pdwatch.events.raw_prometheus import read_raw_prometheus
+        return read_raw_prometheus(path, source)
+    return read_recorded_with_ports(path, source)

@@ -39,6 +39,10 @@ PARALLEL_KEYS = ("data_parallel_size", "tensor_parallel_size", "pipeline_paralle
 
 _SRT_SLURM = regex.compile(
     r"^(?P<node>.+?)_(?P<role>prefill|decode|agg|frontend)_(?:w)?(?P<index>\d+)(?:\.metrics)?\.(?:out|err|log|txt)$")
+# ``logs/raw_prometheus.jsonl#decode_w0``: the source of a record of srt-slurm's scrape file
+_RAW_PROMETHEUS = regex.compile(
+    r"^raw_prometheus[^#/]*\.jsonl(?:\.gz)?#(?P<name>(?P<role>prefill|decode|agg|frontend)"
+    r"(?:_(?:w)?(?P<index>\d+)|@(?P<node>[^:#]+?)(?::(?P<port>\d+))?))$", regex.I)
 _ROLE_WORD = regex.compile(r"(?<![a-z])(prefill|decode)(?![a-z])", regex.I)
 _LOG_SUFFIX = regex.compile(r"(?:\.metrics)?\.(?:out|log|err|txt)$")  # x.log and x.metrics.txt: one endpoint
 _KV_ROLE = {"kv_producer": "prefill", "kv_consumer": "decode"}
@@ -198,6 +202,10 @@ def name_from_file(source: str, labels: Mapping[str, str] | None = None) -> tupl
         parts = urlsplit(source)
         return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}", None
     base = os.path.basename(source)
+    raw = _RAW_PROMETHEUS.match(base)  # srt-slurm's raw_prometheus.jsonl: a record names its endpoint
+    if raw:
+        role = {"agg": "aggregated"}.get(raw["role"].lower(), raw["role"].lower())
+        return raw["name"], role
     m = _SRT_SLURM.match(base)
     if m:
         role = {"agg": "aggregated"}.get(m["role"], m["role"])
@@ -231,6 +239,8 @@ class DeploymentModel:
             self._labels[source] = labels  # its port, should a log claim it later (_claim_urls)
         spec = next((s for s in self._specs if s.matches(source, labels)), None)
         served = self.serving_port(_scrape_port(source, labels)) if spec is None else None
+        if spec is None and served is None:
+            served = self.raw_record_home(source)  # a raw_prometheus.jsonl record: the log it names
         if spec is not None and spec.name:
             endpoint = self.endpoints[spec.name]
         elif served is not None:  # the /metrics of a server whose log we read: the same endpoint
@@ -247,6 +257,34 @@ class DeploymentModel:
         endpoint.sources.append(source)
         self._by_source[source] = endpoint
         return endpoint
+
+    def raw_record_home(self, source: str) -> Endpoint | None:
+        """The endpoint of the log a raw_prometheus.jsonl record's source names, when one log does:
+        ``FILE#decode_w0`` the endpoint ``decode_w0`` (``<node>_decode_w0.out``); ``FILE#decode@node1:8081``
+        (srt-slurm's: the worker's node) the one endpoint with a log ``node1_decode_w<i>.out``, or
+        ``node1_agg_w<i>.out`` (srt-slurm scrapes an aggregated worker as ``decode``). None when no log
+        or several do (two workers of a role on one node: ``raw_record_candidates`` lists them)."""
+        found = self.raw_record_candidates(source)
+        return found[0] if len(found) == 1 else None
+
+    def raw_record_candidates(self, source: str) -> list[Endpoint]:
+        m = _RAW_PROMETHEUS.match(os.path.basename(source))
+        if m is None:
+            return []
+        role = m["role"].lower()
+        roles = {role, "agg"} if role == "decode" else {role}
+        if m["index"] is not None:
+            names = [f"frontend_{m['index']}"] if role == "frontend" else \
+                [f"{r}_w{m['index']}" for r in [role, *sorted(roles - {role})]]
+            return [self.endpoints[n] for n in names if n in self.endpoints and self.endpoints[n].sources][:1]
+        found: list[Endpoint] = []
+        for endpoint in self.endpoints.values():
+            for src in endpoint.sources:
+                log = _SRT_SLURM.match(os.path.basename(src))
+                if log is not None and log["node"] == m["node"] and log["role"] in roles:
+                    found.append(endpoint)
+                    break
+        return found
 
     def known(self, source: str) -> Endpoint | None:
         """The endpoint of a source already seen (None: ``endpoint_of`` would place a new one)."""

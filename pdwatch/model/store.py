@@ -20,6 +20,7 @@ from pdwatch.model.log_facts import fold as learn_facts
 from pdwatch.model.deployment import DeploymentModel, Endpoint
 from pdwatch.model.frontend_losses import Attribution, attribute
 from pdwatch.model.line_book import LineBook, text_crc
+from pdwatch.sources.discovery import evidence_source
 from pdwatch.model.partial import (_KEPT_EVENT_KINDS, _MODEL_KINDS, GENERIC_KINDS, UNSTORED_KINDS,  # noqa: F401
                                    Partial, StatsColumns, fold_events)
 from pdwatch.rules.model import STATS_FIELDS, DeploymentView, EndpointView
@@ -281,7 +282,10 @@ class Store:
         text = quote.get("text") or ""
         if quote.get("kind") == "stats" or not text:  # a kept event's text may be read back too
             text = self.line_text(quote["source"], quote["line_no"]) or text
-        return {"source": quote.get("source"), "line_no": quote.get("line_no"), "text": text}
+        source = quote.get("source")
+        # A raw_prometheus record (``FILE#decode_w0``) is shown as FILE and its line: one record a line.
+        return {"source": evidence_source(source) if isinstance(source, str) else source,
+                "line_no": quote.get("line_no"), "text": text}
 
     def last_seen(self, name: str) -> pd.Timestamp | None:
         series = self._series.get(name)

@@ -412,22 +412,38 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
     """
     if not paths:
         return []
-    from pdwatch.events.recorded import read_recorded_with_ports  # prometheus_client: only for scrapes
+    from pdwatch.events.recorded import read_scrape_file  # prometheus_client: only for scrapes
     from pdwatch.sources.scrape_source import UNREAD_PAGE
     notices: list[SourceNotice] = []
+    from pdwatch.sources.discovery import is_raw_prometheus
     for path in paths:
-        events, errors, ports = read_recorded_with_ports(path)
-        notices += [SourceNotice(path, "error", f"{path}: {e}") for e in errors]
+        try:
+            events, errors, ports = read_scrape_file(path)
+        except OSError as exc:
+            notices.append(SourceNotice(path, "error", f"{path}: cannot be read: {exc.strerror or exc}"))
+            continue
+        if is_raw_prometheus(path):
+            # a record skipped (a job killed mid-write cuts its last line) is told; the others are read
+            notices += [SourceNotice(path, "info", e) for e in errors]
+        else:
+            notices += [SourceNotice(path, "error", f"{path}: {e}") for e in errors]
         if not events and not errors:
             notices.append(SourceNotice(path, "info", f"{path}: {UNREAD_PAGE}"))
         by_source: dict[str, list[Event]] = {}
         for event in events:
             by_source.setdefault(event.source, []).append(event)
+        homes = _raw_record_homes(store, list(by_source), notices) if is_raw_prometheus(path) else {}
         for source, group in by_source.items():
+            # A raw_prometheus record names its endpoint (role and worker index or node): the log it names.
+            named = homes.get(source)
             # A scrape names its server's port; a log names the port its server listens on.
             port = ports.get(source)
-            served = store.model.serving_port(port)
-            if served is not None and source not in served.sources:
+            served = store.model.serving_port(port) if named is None else None
+            if named is not None and source not in named.sources:
+                store.model.attach(source, named)
+                notices.append(SourceNotice(source, "info", f"{source}: the /metrics of {named.name} "
+                                                             f"(its records' role and worker_id)"))
+            elif served is not None and source not in served.sources:
                 store.model.attach(source, served)
                 notices.append(SourceNotice(source, "info", f"{source}: the /metrics of {served.name} "
                                                              f"(port {port}, as its log's args say)"))
@@ -444,6 +460,38 @@ def _add_recorded_metrics(store: Store, paths: list[str]) -> list[SourceNotice]:
             store.add(group)
     store.flush()
     return notices
+
+
+def _raw_record_homes(store: Store, sources: list[str], notices: list[SourceNotice]) -> dict[str, Any]:
+    """The endpoint of each raw_prometheus record source (``FILE#decode_w0``, ``FILE#decode@node1:8081``)
+    whose log was read: the one log it names; two workers of a role on one node (srt-slurm names a
+    worker by its node) in the order of their ports, lowest to ``w0``, when as many ports as logs."""
+    homes: dict[str, Any] = {}
+    shared: dict[tuple[str, ...], list[str]] = {}  # the candidates' names -> the sources they could be
+    for source in sources:
+        found = store.model.raw_record_candidates(source)
+        if len(found) == 1:
+            homes[source] = found[0]
+        elif len(found) > 1:
+            shared.setdefault(tuple(sorted(e.name for e in found)), []).append(source)
+    for names, group in shared.items():
+        ports = sorted(group, key=lambda src: int(src.rsplit(":", 1)[1]) if src.rsplit(":", 1)[1].isdigit() else -1)
+        if len(ports) != len(names):
+            notices.append(SourceNotice(group[0], "info", f"{', '.join(group)}: {len(names)} logs of that role on "
+                                                          f"that node ({', '.join(names)}), which is which is not known: "
+                                                          f"endpoints of their own"))
+            continue
+        ordered = sorted(names, key=_worker_order)
+        for source, name in zip(ports, ordered):
+            homes[source] = store.model.endpoints[name]
+        notices.append(SourceNotice(group[0], "info", f"{', '.join(ports)}: the /metrics of {', '.join(ordered)}, "
+                                                      f"taken in the order of their ports (one node, the same role)"))
+    return homes
+
+
+def _worker_order(name: str) -> tuple[int, str]:
+    index = name.rsplit("_w", 1)[-1]
+    return (int(index) if index.isdigit() else 1 << 30, name)
 
 
 def _add_prometheus(store: Store, proms: list[PrometheusSource]) -> list[SourceNotice]:

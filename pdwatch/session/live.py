@@ -34,6 +34,7 @@ from pdwatch.parsers import Event
 from pdwatch.rules import Finding, Rule, RuleEngine, load_rules
 from pdwatch.rules.findings import severity_rank
 from pdwatch.sources import SourceNotice, SourceSet, is_url
+from pdwatch.sources.discovery import split_source
 
 from .clock import ReplayClock, WatchClock
 from .findings_feed import FindingsFeed, firing_now
@@ -406,8 +407,12 @@ class LiveSession:
         return kept
 
     def _is_scrape(self, source: str) -> bool:
-        """A /metrics URL, or a recorded scrape file followed by a watch (``path`` or ``path#port=N``)."""
-        return is_url(source) or (self.mode == "watch" and source.split("#port=", 1)[0] in self.sources.metrics_files)
+        """A /metrics URL, or a recorded scrape file followed by a watch (``path``, ``path#port=N``, or
+        ``path#decode_w0`` for a record of srt-slurm's raw_prometheus.jsonl)."""
+        if is_url(source) or self.mode != "watch":
+            return is_url(source)
+        path = split_source(source)[0]  # a raw_prometheus.jsonl record's: FILE#decode_w0
+        return source.split("#port=", 1)[0] in self.sources.metrics_files or path in self.sources.metrics_files
 
     def _say_if_nothing_recognised(self) -> None:
         """Watch: files there for a while with no line recognised are said once (a wrong folder or

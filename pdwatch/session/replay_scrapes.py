@@ -35,12 +35,12 @@ class ReplayScrapes:
 
 def replay_scrapes(analysis: Any) -> ReplayScrapes:
     """What a replay adds and fills from the recorded scrapes of ``analysis`` (report's, judged)."""
-    from pdwatch.events.recorded import read_recorded_with_ports  # prometheus_client: only for scrapes
+    from pdwatch.events.recorded import read_scrape_file  # prometheus_client: only for scrapes
     out = ReplayScrapes()
     store, model = analysis.store, analysis.store.model
     for path in analysis.metrics_files:
         try:
-            events, _errors, _ports = read_recorded_with_ports(path)
+            events, _errors, _ports = read_scrape_file(path)
         except OSError:
             continue  # report said why; the replay goes on without it
         by_source: dict[str, list[Event]] = {}

@@ -90,7 +90,9 @@ def _analyse(job: Job, rules: Any, notes: list[str]) -> Any:
     # recorded /metrics beside them (the capture kits', pdwatch record's): vLLM's stats line prints no
     # preemptions, its /metrics does; report reads them the same way
     scrapes = sorted(str(p) for p in job.logs_folder.glob("*.metrics.txt")) if job.logs_folder else []
-    if not logs:
+    if job.prometheus is not None:  # srt-slurm's own scrapes (raw_prometheus.jsonl[.gz]), one record a line
+        scrapes.append(str(job.prometheus))
+    if not logs and not scrapes:  # its recorded scrapes alone still say what held (a worker log lost)
         notes.append(f"job {job.job_id}: no worker logs beside its results; its points have no verdict")
         return None
     try:
@@ -160,7 +162,8 @@ def _evidence(analysis: Any, finding: Any, start: pd.Timestamp, end: pd.Timestam
     """Lines from inside the point's window: the finding's own quotes there, else (a finding that
     began in the warm-up before it) its endpoint's stats lines in the window where the values the
     rule reads peak."""
-    inside = [(str(q["source"]), int(q["line_no"])) for q in finding.evidence
+    from pdwatch.sources.discovery import evidence_source
+    inside = [(evidence_source(str(q["source"])), int(q["line_no"])) for q in finding.evidence
               if q.get("source") and q.get("line_no") and q.get("ts") and start <= pd.Timestamp(q["ts"]) <= end]
     if inside:
         return tuple(inside[:3])
@@ -173,8 +176,8 @@ def _evidence(analysis: Any, finding: Any, start: pd.Timestamp, end: pd.Timestam
     picked: list[tuple[str, int]] = []
     for field_name in dict.fromkeys(fields[-1:] + fields[:1]):
         row = rows.loc[rows[field_name].idxmax()]
-        if isinstance(row.get("source"), str) and (row["source"], int(row["line_no"])) not in picked:
-            picked.append((row["source"], int(row["line_no"])))
+        if isinstance(row.get("source"), str) and (evidence_source(row["source"]), int(row["line_no"])) not in picked:
+            picked.append((evidence_source(row["source"]), int(row["line_no"])))
     return tuple(picked)
 
 

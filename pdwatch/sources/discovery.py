@@ -12,6 +12,29 @@ METRICS_MARKERS = (b"# =====", b"# HELP", b"# TYPE")
 _MAGIC = frozenset("*?[")
 
 
+def is_raw_prometheus(path: str | os.PathLike[str]) -> bool:
+    """srt-slurm's scrape file by its name: ``raw_prometheus*.jsonl`` or ``.jsonl.gz``."""
+    name = os.path.basename(os.fspath(path)).lower()
+    return name.startswith("raw_prometheus") and name.endswith((".jsonl", ".jsonl.gz"))
+
+
+def source_of(path: str, endpoint: str) -> str:
+    return f"{path}#{endpoint}"
+
+
+def split_source(source: str) -> tuple[str, str | None]:
+    """(file, endpoint) of a raw_prometheus event source; (source, None) for any other source."""
+    path, sep, endpoint = source.rpartition("#")
+    if sep and endpoint and "=" not in endpoint and is_raw_prometheus(path):
+        return path, endpoint
+    return source, None
+
+
+def evidence_source(source: str) -> str:
+    """What evidence shows for ``source``: a raw_prometheus record as ``FILE`` (its line says which)."""
+    return split_source(source)[0]
+
+
 def classify_first_bytes(head: bytes) -> str | None:
     """Return "metrics", "log", or None when `head` is too short to tell."""
     if head.startswith(METRICS_MARKERS):
@@ -45,7 +68,7 @@ def _dir_logs(path: str) -> list[str]:
             return [
                 os.path.join(path, e.name)
                 for e in it
-                if e.name.lower().endswith(LOG_SUFFIXES) and e.is_file()
+                if (e.name.lower().endswith(LOG_SUFFIXES) or is_raw_prometheus(e.name)) and e.is_file()
             ]
     except OSError:
         return []  # unreadable dir: nothing to offer; a later rescan may succeed
@@ -94,6 +117,9 @@ def expand_candidates(args: list[str]) -> list[str]:
 def expand_paths(args: list[str]) -> tuple[list[str], list[str]]:
     """Return (log_files, recorded_metrics_files), each sorted and de-duplicated.
 
+    Recorded scrapes are the ``*.txt`` whose first line is a scrape's, and srt-slurm's
+    ``raw_prometheus.jsonl[.gz]`` (by name: a folder given holds it in ``logs/`` beside the logs).
+
     A *.txt that can't be classified yet (empty / unreadable) stays a log candidate;
     SourceSet re-checks it before delivering any of its lines.
     """
@@ -101,7 +127,9 @@ def expand_paths(args: list[str]) -> tuple[list[str], list[str]]:
     metrics: list[str] = []
     for p in expand_candidates(args):
         kind = None
-        if p != "-" and is_txt(p) and _is_regular(p):
+        if p != "-" and is_raw_prometheus(p):
+            kind = "metrics"  # srt-slurm's scrapes, one JSON record a line
+        elif p != "-" and is_txt(p) and _is_regular(p):
             try:
                 kind = classify_txt(p)
             except OSError:

@@ -18,9 +18,11 @@ from typing import BinaryIO, Callable, Iterator
 from pdwatch.errors import UsageError
 from pdwatch.sources.urls import normalize_url
 
-from .discovery import LOG_SUFFIXES, classify_txt, expand_candidates, expand_paths, is_txt, unlistable_dirs
+from .discovery import (LOG_SUFFIXES, classify_txt, expand_candidates, expand_paths, is_raw_prometheus, is_txt,
+                        unlistable_dirs)
 from .file_tail import FileTail, Ident
 from .prometheus import PrometheusSource, PromOptions, is_prom
+from .raw_prometheus_tail import RawPrometheusTail
 from .recorded_tail import RecordedTail
 from .records import Labels, LineBlock, SampleBlock, ScrapeBlock, SourceNotice
 from .scrape_source import ScrapeSource, is_url
@@ -97,7 +99,7 @@ class SourceSet:
         self._stdin: StdinSource | None = None
         self._unclassified: dict[str, str | None] = {}  # empty *.txt -> last problem reported
         self._metrics: list[str] = []
-        self._recorded: dict[str, RecordedTail] = {}  # watch: recorded scrape files, followed
+        self._recorded: dict[str, RecordedTail | RawPrometheusTail] = {}  # watch: recorded scrape files, followed
         self._pending: list[Item] = []  # notices produced outside poll()
         # Rescans must not re-read a rotated file under its new name (e.g. x.log -> x-1.log
         # inside a watched dir), so remember inodes rotated away and paths skipped for that.
@@ -272,7 +274,8 @@ class SourceSet:
             self._metrics.append(path)
             self._metrics.sort()
             if self._follow:  # followed scrape by scrape; a replay or report reads it after the logs
-                self._recorded[path] = RecordedTail(path, max_line_bytes=self._max_line_bytes, history=self._history)
+                tail = RawPrometheusTail if is_raw_prometheus(path) else RecordedTail  # srt-slurm's JSON records
+                self._recorded[path] = tail(path, max_line_bytes=self._max_line_bytes, history=self._history)
             how = "followed scrape by scrape" if self._follow else "read beside the logs"
             self._pending.append(SourceNotice(path, "metrics_file", f"{path}: recorded /metrics scrapes, {how}"))
 

@@ -55,3 +55,54 @@ def test_explicit_spec_beats_file_name_and_log():
     ep = model.observe(_args("x/n_decode_w9.out", kv_transfer_config={"kv_role": "kv_consumer"}))
     assert (ep.name, ep.role, ep.gpus, ep.gpus_inferred) == ("p0", "prefill", 2, False)
     assert "role_conflict" in ep.facts
+
+
+@pytest.mark.parametrize("source,name,role", [
+    ("logs/raw_prometheus.jsonl#decode_w0", "decode_w0", "decode"),
+    ("logs/raw_prometheus.jsonl.gz#agg_w1", "agg_w1", "aggregated"),
+    ("raw_prometheus.jsonl#frontend_0", "frontend_0", "frontend"),
+    ("logs/raw_prometheus.jsonl#decode@node1:8081", "decode@node1:8081", "decode"),
+    ("logs/raw_prometheus.jsonl#prefill@10.0.0.8:8082", "prefill@10.0.0.8:8082", "prefill"),
+])
+def test_names_and_roles_of_raw_prometheus_records(source, name, role):
+    assert name_from_file(source) == (name, role)
+
+
+def test_a_raw_prometheus_record_joins_the_log_it_names():
+    model = DeploymentModel()
+    decode = model.endpoint_of("logs/node1_decode_w0.out")
+    agg = model.endpoint_of("logs/node2_agg_w0.out")
+    prefill = model.endpoint_of("logs/node3_prefill_w1.out")
+    frontend = model.endpoint_of("logs/node1_frontend_0.out")
+    raw = "logs/raw_prometheus.jsonl"
+    assert model.endpoint_of(f"{raw}#decode@node1:8081") is decode  # srt-slurm's: the node
+    assert model.endpoint_of(f"{raw}#decode@node2:8081") is agg  # srt-slurm scrapes an agg worker as decode
+    assert model.endpoint_of(f"{raw}#prefill_w1") is prefill  # an index
+    assert model.endpoint_of(f"{raw}#frontend_0") is frontend
+    other = model.endpoint_of(f"{raw}#decode@node9:8081")  # no log of that node: an endpoint of its own
+    assert other.name == "decode@node9:8081" and other.role == "decode"
+
+
+def test_two_workers_of_a_role_on_one_node_are_not_guessed_by_the_model():
+    model = DeploymentModel()
+    w0 = model.endpoint_of("logs/node1_decode_w0.out")
+    w1 = model.endpoint_of("logs/node1_decode_w1.out")
+    raw = "logs/raw_prometheus.jsonl"
+    assert model.raw_record_candidates(f"{raw}#decode@node1:8082") == [w0, w1]
+    assert model.raw_record_home(f"{raw}#decode@node1:8082") is None
+
+
+def test_report_takes_them_in_the_order_of_their_ports_when_as_many_ports_as_logs():
+    from pdwatch.model.store import Store
+    from pdwatch.session.analysis import _raw_record_homes
+    store = Store()
+    w0 = store.model.endpoint_of("logs/node1_decode_w0.out")
+    w1 = store.model.endpoint_of("logs/node1_decode_w1.out")
+    raw = "logs/raw_prometheus.jsonl"
+    notices = []
+    homes = _raw_record_homes(store, [f"{raw}#decode@node1:8091", f"{raw}#decode@node1:8081"], notices)
+    assert homes == {f"{raw}#decode@node1:8081": w0, f"{raw}#decode@node1:8091": w1}
+    assert "taken in the order of their ports" in notices[0].message
+    notices = []
+    assert _raw_record_homes(store, [f"{raw}#decode@node1:8081"], notices) == {}  # one port, two logs: not known
+    assert "which is which is not known" in notices[0].message

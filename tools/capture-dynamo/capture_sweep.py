@@ -3,6 +3,7 @@
 
     python3 tools/capture-dynamo/capture_sweep.py --out DIR [--job-id N] [--concurrencies 1x4x8x16x32]
         [--isl 256] [--osl 128] [--blocks 24] [--prompts-mult 10] [--warmup-mult 2]
+        [--scrapes metrics-txt|raw-jsonl|both]
 
 A frontend and one aggregated dynamo.vllm worker whose KV cache is limited (--blocks, 128 tokens
 each), then per concurrency a warm-up and a measured `vllm bench serve` run against the frontend,
@@ -39,11 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-num-seqs", type=int, default=64)
     parser.add_argument("--prompts-mult", type=int, default=10, help="measured prompts = C x this")
     parser.add_argument("--warmup-mult", type=int, default=2, help="warm-up prompts = C x this")
+    parser.add_argument("--scrapes", choices=("metrics-txt", "raw-jsonl", "both"), default="metrics-txt",
+                        help="record /metrics as logs/<node>_<proc>.metrics.txt (default), as srt-slurm's "
+                             "logs/raw_prometheus.jsonl (one JSON record per scrape and process), or both")
     args = parser.parse_args(argv)
     import os
     cfg = SweepConfig(job_id=args.job_id, concurrencies=tuple(int(c) for c in args.concurrencies.split("x")),
                       isl=args.isl, osl=args.osl, range_ratio=args.range_ratio, blocks=args.blocks,
-                      max_num_seqs=args.max_num_seqs, prompts_mult=args.prompts_mult, warmup_mult=args.warmup_mult)
+                      max_num_seqs=args.max_num_seqs, prompts_mult=args.prompts_mult, warmup_mult=args.warmup_mult,
+                      scrapes=args.scrapes)
     if args.node:
         cfg.node = args.node
     out = Path(args.out)

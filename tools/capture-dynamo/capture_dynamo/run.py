@@ -65,9 +65,16 @@ class Scraper(threading.Thread):
     one that does not answer (a frozen worker: 3 s to time out) does not slow the others' pace.
     Beside each scrape a GET /health (2 s timeout), its status kept in ``health`` (None: no answer)."""
 
-    def __init__(self, scenario: str, out_dir: Path, targets: dict[str, int], phase_of) -> None:
+    def __init__(self, scenario: str, out_dir: Path, targets: dict[str, int], phase_of,
+                 raw_jsonl: Path | None = None, metrics_txt: bool = True) -> None:
+        """``raw_jsonl``: also (or, ``metrics_txt=False``, only) append each scrape there as srt-slurm's
+        metrics scraper writes ``logs/raw_prometheus.jsonl``: one JSON object a line, ``{"timestamp_ns",
+        "endpoint_url", "role", "worker_id", "text"}``, a failed scrape with ``"text": ""`` and ``"error"``
+        (role and worker_id from the target's name: ``frontend``, ``agg_w0``, ``decode_w1``, ...)."""
         super().__init__(daemon=True)
         self.scenario, self.out_dir, self.targets, self.phase_of = scenario, out_dir, targets, phase_of
+        self.raw_jsonl, self.metrics_txt = raw_jsonl, metrics_txt
+        self._raw_lock = threading.Lock()
         self.done = threading.Event()
         self.taken: dict[str, int] = {name: 0 for name in targets}
         self.failed: dict[str, list[float]] = {name: [] for name in targets}
@@ -85,10 +92,15 @@ class Scraper(threading.Thread):
         next_at = time.time()
         while not self.done.is_set():
             self.health[name].append((round(time.time(), 3), get(port, "/health", timeout_s=2.0)[0]))
+            t_ns = time.time_ns()  # srt-slurm's scraper stamps a record just before its GET
             status, body = get(port, "/metrics", timeout_s=3.0)
             t = time.time()
+            if self.raw_jsonl is not None:
+                self._raw_record(name, port, t_ns, status, body)
             if status != 200:
                 self.failed[name].append(round(t, 3))
+            elif not self.metrics_txt:
+                self.taken[name] += 1
             else:
                 header = (f"# ===== scenario={self.scenario} target={name} phase={self.phase_of()} "
                           f"t={t:.3f} ({iso(t)}) port={port} =====\n")
@@ -99,6 +111,20 @@ class Scraper(threading.Thread):
             if next_at < time.time():  # a scrape that timed out: the next one now, not a burst of missed ones
                 next_at = time.time()
             self.done.wait(max(0.0, next_at - time.time()))
+
+
+    def _raw_record(self, name: str, port: int, t_ns: int, status: int | None, body: bytes) -> None:
+        role, _, index = name.rpartition("_w") if "_w" in name else (name, "", "0")
+        record = {"timestamp_ns": t_ns, "endpoint_url": f"http://127.0.0.1:{port}/metrics", "role": role,
+                  "worker_id": int(index) if index.isdigit() else index}
+        if status == 200:
+            record["text"] = body.decode("utf-8", "replace")
+        else:
+            record["text"] = ""
+            record["error"] = f"HTTP {status}" if status is not None else "no answer"
+        line = json.dumps(record) + "\n"
+        with self._raw_lock, open(self.raw_jsonl, "a", encoding="utf-8") as f:
+            f.write(line)  # one write a record: the two scraping threads never interleave lines
 
 
 class DynamoCapture:

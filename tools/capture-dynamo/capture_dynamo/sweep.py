@@ -19,7 +19,9 @@ srt-slurm's layout, ``OUT/outputs/<job_id>/``:
 - ``logs/sa-bench_isl_<ISL>_osl_<OSL>/results_concurrency_<C>_gpus_1.json``: the client's result files;
 - ``logs/<node>_frontend_0.metrics.txt``, ``logs/<node>_agg_w0.metrics.txt``: each process's ``/metrics`` every 2 s as
   the kit records them, named as its log
-  (``run.Scraper``; the header's ``phase=`` names the point: ``warmup_c8``, ``c8``, ``between``).
+  (``run.Scraper``; the header's ``phase=`` names the point: ``warmup_c8``, ``c8``, ``between``);
+  with ``scrapes="raw-jsonl"`` (or ``"both"``) ``logs/raw_prometheus.jsonl`` instead (or too): srt-slurm's
+  record shape, one JSON line per scrape and process.
 
 The tokenizer: ``vllm bench serve`` loads the model folder's word-level tokenizer
 (``word_tokenizer.py``; ``--tokenizer`` points at the folder), draws random token ids and decodes them
@@ -72,6 +74,9 @@ class SweepConfig:
     warmup_mult: int = 2  # sa-bench's NUM_WARMUP_MULT
     node: str = field(default_factory=lambda: socket.gethostname().split(".")[0] or "node")
     run_timeout_s: float = 900.0  # one vllm bench serve run
+    # how /metrics is recorded: "metrics-txt" (logs/<node>_<proc>.metrics.txt), "raw-jsonl" (srt-slurm's
+    # logs/raw_prometheus.jsonl, one JSON record per scrape and process) or "both"
+    scrapes: str = "metrics-txt"
 
 
 def date_line(t: float) -> str:
@@ -134,8 +139,9 @@ class SweepCapture:
                                       "--num-gpu-blocks-override", str(cfg.blocks)))
         dep = Deployment(self.venv, self.logs, (worker,), name=cfg.job_id)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TZ": "UTC"}
+        raw = self.logs / "raw_prometheus.jsonl" if cfg.scrapes in ("raw-jsonl", "both") else None
         scraper = Scraper(cfg.job_id, self.logs, {"frontend": dep.http_port, "agg_w0": dep.system_port("agg_w0")},
-                          lambda: self.phase)
+                          lambda: self.phase, raw_jsonl=raw, metrics_txt=cfg.scrapes != "raw-jsonl")
         exits: dict = {}
         self.note("starting the frontend and the worker")
         try:
@@ -206,7 +212,8 @@ class SweepCapture:
         worker_log = self.logs / f"{cfg.node}_agg_w0.out"
         frontend_log = self.logs / f"{cfg.node}_frontend_0.out"
         stats = worker_stats(worker_log, year) if worker_log.exists() else []
-        scrapes = scrape_series(self.logs / f"{cfg.node}_agg_w0.metrics.txt")
+        scrapes = scrape_series(self.logs / f"{cfg.node}_agg_w0.metrics.txt") or \
+            scrape_series_jsonl(self.logs / "raw_prometheus.jsonl", "agg", 0)
         for p in self.points:
             # The window as benchmark.out's date lines give it (whole seconds), as a reader of the job sees it.
             lo, hi = int(p["start"]), int(p["end"])
@@ -303,6 +310,32 @@ def scrape_series(path: Path) -> list[tuple[float, dict[str, float]]]:
     return out
 
 
+def scrape_series_jsonl(path: Path, role: str, worker_id: int) -> list[tuple[float, dict[str, float]]]:
+    """``scrape_series`` of one process's records in a ``raw_prometheus.jsonl`` (plain json, not pdwatch)."""
+    out: list[tuple[float, dict[str, float]]] = []
+    if not path.exists():
+        return out
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("role") != role or record.get("worker_id") != worker_id or not record.get("text"):
+                continue
+            series: dict[str, float] = {}
+            for sample in record["text"].splitlines():
+                m = SAMPLE.match(sample)
+                if m and m.group(1) in ("vllm:kv_cache_usage_perc", "vllm:num_requests_waiting",
+                                        "vllm:num_requests_running", "vllm:num_preemptions_total"):
+                    try:
+                        series[m.group(1)] = series.get(m.group(1), 0.0) + float(m.group(3))
+                    except ValueError:
+                        pass
+            out.append((record["timestamp_ns"] / 1e9, series))
+    return out
+
+
 def scrape_window(scrapes: list[tuple[float, dict[str, float]]], start: float, end: float) -> dict:
     inside = [s for t, s in scrapes if start <= t <= end]
     if not inside:
@@ -350,9 +383,15 @@ def readme(d: dict) -> str:
              f"`logs/sa-bench_isl_{cfg['isl']}_osl_{cfg['osl']}/results_concurrency_C_gpus_1.json`.",
              "",
              "All times are UTC (every process ran with TZ=UTC; `benchmark.out`'s `date` lines are UTC). The logs "
-             "are each process's stdout and stderr, untouched; `logs/*.metrics.txt` each process's `/metrics` every "
-             "2 s after a `# ===== ... phase=P t=EPOCH (ISO) port=N =====` line (`phase=c8` the measured run at C=8, "
-             "`warmup_c8` its warm-up). The facts below are read with plain regular expressions from the logs, the "
+             "are each process's stdout and stderr, untouched; "
+             + (f"`logs/*.metrics.txt` each process's `/metrics` every "
+                "2 s after a `# ===== ... phase=P t=EPOCH (ISO) port=N =====` line (`phase=c8` the measured run at C=8, "
+                "`warmup_c8` its warm-up)" if cfg.get("scrapes", "metrics-txt") != "raw-jsonl" else "")
+             + (" and " if cfg.get("scrapes") == "both" else "")
+             + ("`logs/raw_prometheus.jsonl` each process's `/metrics` every 2 s as srt-slurm's scraper records them, "
+                "one JSON line per scrape and process (`timestamp_ns`, `endpoint_url`, `role`, `worker_id`, `text`)"
+                if cfg.get("scrapes") in ("raw-jsonl", "both") else "")
+             + ". The facts below are read with plain regular expressions from the logs, the "
              "scrapes and the result files, not with pdwatch.", "",
              "## Processes", ""]
     for p in d["processes"]:
