@@ -383,7 +383,7 @@ def print_growth(first: Path, last: Path, top: int) -> None:
     print(f"top {min(top, 8)} growth sites with their callers:")
     for st in b.compare_to(a, "traceback")[:min(top, 8)]:
         print(f"  {st.size_diff / 2**20:+8.2f} MiB {st.count_diff:+9d} blocks")
-        for frame in list(st.traceback)[:6]:
+        for frame in list(st.traceback)[::-1][:6]:  # the allocating line first, then its callers
             print(f"      {_short(frame.filename)}:{frame.lineno}")
 
 
