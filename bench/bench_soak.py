@@ -30,7 +30,10 @@ What it does, in one run:
 
 ``--trace`` runs the headless watch under tracemalloc and prints the allocation sites that
 grew most between the end of the first log-hour and the end (tracemalloc costs CPU and
-memory of its own: the headless RSS of a traced run is not the figure to quote).
+memory of its own: the headless RSS of a traced run is not the figure to quote). Before each
+snapshot the feed pauses until the traced watch has caught up (its CPU idle for 2 s), so a
+snapshot holds what watch keeps, not a backlog of lines it has yet to read; a traced watch is
+several times slower, so use a lower ``--compression`` (e.g. ``--hours 3 --compression 50``).
 
 Week mode: ``--hours 168 --compression 2000`` (about 5 min of wall time; simulating a week
 once takes ~30 min on 2 cores, cached for the next run).
@@ -359,7 +362,24 @@ def trace_child(dump_dir: str, nframes: int, folder: str) -> int:
     return main(["watch", "--headless", "--jsonl", folder])
 
 
-def request_snapshot(pid: int, dump_dir: Path, n: int, timeout: float = 120.0) -> Path | None:
+def wait_caught_up(pid: int, timeout: float = 300.0) -> float:
+    """Until ``pid`` has read what was written: its CPU below 20 % of a core for 2 s in a row
+    (at most ``timeout`` s); returns the seconds waited."""
+    t0 = time.monotonic()
+    quiet, last = 0, cpu_s(pid)
+    while quiet < 2 and time.monotonic() - t0 < timeout:
+        time.sleep(1.0)
+        now = cpu_s(pid)
+        quiet = quiet + 1 if now - last < 0.2 else 0
+        last = now
+    return time.monotonic() - t0
+
+
+def request_snapshot(pid: int, dump_dir: Path, n: int, timeout: float = 300.0) -> Path | None:
+    """A tracemalloc snapshot of the traced watch, once it has caught up with the files (so the
+    snapshot holds what it keeps, not a backlog of lines it has yet to read)."""
+    waited = wait_caught_up(pid)
+    say(f"tracemalloc snapshot {n}: the traced watch caught up in {waited:.0f} s")
     os.kill(pid, signal.SIGUSR1)
     done = dump_dir / f"snap-{n}.pickle.done"
     deadline = time.monotonic() + timeout
