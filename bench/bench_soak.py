@@ -363,14 +363,16 @@ def trace_child(dump_dir: str, nframes: int, folder: str) -> int:
 
 
 def wait_caught_up(pid: int, timeout: float = 300.0) -> float:
-    """Until ``pid`` has read what was written: its CPU below 20 % of a core for 2 s in a row
-    (at most ``timeout`` s); returns the seconds waited."""
+    """Until ``pid`` has read what was written: its CPU under 40 % of a core over 3 s (a traced
+    watch's idle evaluations every 2 s cost it a tenth of a core or more), at most ``timeout`` s;
+    returns the seconds waited."""
     t0 = time.monotonic()
-    quiet, last = 0, cpu_s(pid)
-    while quiet < 2 and time.monotonic() - t0 < timeout:
-        time.sleep(1.0)
+    last = cpu_s(pid)
+    while time.monotonic() - t0 < timeout:
+        time.sleep(3.0)
         now = cpu_s(pid)
-        quiet = quiet + 1 if now - last < 0.2 else 0
+        if now - last < 0.4 * 3.0:
+            break
         last = now
     return time.monotonic() - t0
 
