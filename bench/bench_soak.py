@@ -542,8 +542,10 @@ def main(argv: list[str] | None = None) -> int:
             while marks and (log_h + 1e-9 >= marks[0] or i == len(index) - 1):
                 mark = marks.pop(0)
                 if mark in snap_at:
+                    paused = time.monotonic()
                     got = request_snapshot(headless.pid, trace_dir, len(snaps))
                     snaps += [got] if got is not None else []
+                    w0 += time.monotonic() - paused  # the schedule resumes where it paused, no burst
                 sample(round(mark, 3), time.monotonic() - w0)
         time.sleep(3.0)  # the last crash's report
     finally:
