@@ -279,6 +279,14 @@ class Dashboard:
         env["TERM"] = "xterm-256color"
         self.patterns = {ep: re.compile(rf"engine_failure\s+{ep}\b|{ep}\S* engine \d+ died".encode())
                          for ep in endpoints}
+        self.screen_patterns = {ep: re.compile(rf"engine_failure\s+{ep}\b|{ep}\S* engine \d+ died")
+                                for ep in endpoints}
+        try:  # a terminal emulator: the screen as drawn (Textual redraws only what changed)
+            import pyte
+            self.screen = pyte.Screen(cols, rows)
+            self.stream = pyte.ByteStream(self.screen)
+        except ImportError:  # then the bytes written are searched, which can miss a redrawn row
+            self.screen = self.stream = None
         self.seen = Seen()
         self.bytes = 0
         self.eof = False
@@ -313,6 +321,14 @@ class Dashboard:
                 break
             now = time.monotonic()
             self.bytes += len(chunk)
+            if self.stream is not None:
+                self.stream.feed(chunk)
+                if any(ep not in self.seen.first for ep in self.screen_patterns):
+                    shown = "\n".join(self.screen.display)
+                    for ep, spat in self.screen_patterns.items():
+                        if ep not in self.seen.first and spat.search(shown):
+                            self.seen.first[ep] = now
+                continue
             text = _ESCAPE.sub(b" ", carry + chunk)
             for ep, pat in self.patterns.items():
                 if ep not in self.seen.first and pat.search(text):
@@ -628,7 +644,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"headless: {headless.seen.lines} lines; findings fired: "
               + (", ".join(f"{r} x{k}" for r, k in sorted(rules.items())) or "none"))
     if dashboard is not None:
-        print(f"dashboard: {dashboard.bytes / 2**20:.1f} MiB of terminal output, exit status {dashboard.status}")
+        how = "a pyte screen" if dashboard.screen is not None else "the bytes written (pyte not installed)"
+        print(f"dashboard: {dashboard.bytes / 2**20:.1f} MiB of terminal output, exit status {dashboard.status}; "
+              f"findings looked for on {how}")
     if args.trace:
         if len(snaps) >= 2:
             print_growth(snaps[0], snaps[-1], args.top)
