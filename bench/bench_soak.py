@@ -38,6 +38,10 @@ several times slower, so use a lower ``--compression`` (e.g. ``--hours 3 --compr
 Week mode: ``--hours 168 --compression 2000`` (about 5 min of wall time; simulating a week
 once takes ~30 min on 2 cores, cached for the next run).
 
+The dashboard's screen is read with pyte (``pip install pyte``, a terminal emulator; not a
+pdwatch dependency) when it is installed; without it the bytes written to the terminal are
+searched, which can miss a row Textual redrew only in part.
+
 Quick check: ``python bench/bench_soak.py --prefill 1 --decode 3 --hours 0.05 --compression 100``.
 This is a benchmark, not a test: it prints figures. Compare only within one run.
 """
