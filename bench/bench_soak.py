@@ -273,6 +273,22 @@ class Headless:
         self.err.close()
 
 
+_NAMED = re.compile(r"\b([a-z]+)_w(\d+)((?:,\s*w\d+)*)")
+
+
+def died_on_screen(lines: list[str]) -> set[str]:
+    """The endpoints the dashboard shows as dead: in an ``engine_failure`` row of the findings
+    table or in the verdict's "engine died", alone (``decode_w3``) or grouped (``decode_w1, w2``)."""
+    out: set[str] = set()
+    for line in lines:
+        if "engine_failure" not in line and "engine died" not in line:
+            continue
+        for m in _NAMED.finditer(line):
+            out.add(f"{m.group(1)}_w{m.group(2)}")
+            out.update(f"{m.group(1)}_w{n}" for n in re.findall(r"w(\d+)", m.group(3)))
+    return out
+
+
 class Dashboard:
     """``pdwatch watch`` on a pseudo-terminal of rows x cols; its output read as it comes (so it
     never blocks on a full terminal) and searched for each crashed endpoint's failure."""
@@ -328,9 +344,9 @@ class Dashboard:
             if self.stream is not None:
                 self.stream.feed(chunk)
                 if any(ep not in self.seen.first for ep in self.screen_patterns):
-                    shown = "\n".join(self.screen.display)
-                    for ep, spat in self.screen_patterns.items():
-                        if ep not in self.seen.first and spat.search(shown):
+                    shown = died_on_screen(self.screen.display)
+                    for ep in self.screen_patterns:
+                        if ep not in self.seen.first and ep in shown:
                             self.seen.first[ep] = now
                 continue
             text = _ESCAPE.sub(b" ", carry + chunk)
@@ -648,6 +664,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"headless: {headless.seen.lines} lines; findings fired: "
               + (", ".join(f"{r} x{k}" for r, k in sorted(rules.items())) or "none"))
     if dashboard is not None:
+        if dashboard.screen is not None and any(c["endpoint"] not in dashboard.seen.first for c in crashes):
+            print("the dashboard's last screen (a crash not found on it):")
+            for line in dashboard.screen.display:
+                print("  | " + line.rstrip())
         how = "a pyte screen" if dashboard.screen is not None else "the bytes written (pyte not installed)"
         print(f"dashboard: {dashboard.bytes / 2**20:.1f} MiB of terminal output, exit status {dashboard.status}; "
               f"findings looked for on {how}")
