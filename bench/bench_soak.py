@@ -38,6 +38,10 @@ several times slower, so use a lower ``--compression`` (e.g. ``--hours 3 --compr
 Week mode: ``--hours 168 --compression 2000`` (about 5 min of wall time; simulating a week
 once takes ~30 min on 2 cores, cached for the next run).
 
+The dashboard's screen is read with pyte (``pip install pyte``, a terminal emulator; not a
+pdwatch dependency) when it is installed; without it the bytes written to the terminal are
+searched, which can miss a row Textual redrew only in part.
+
 Quick check: ``python bench/bench_soak.py --prefill 1 --decode 3 --hours 0.05 --compression 100``.
 This is a benchmark, not a test: it prints figures. Compare only within one run.
 """
@@ -269,6 +273,22 @@ class Headless:
         self.err.close()
 
 
+_NAMED = re.compile(r"\b([a-z]+)_w(\d+)((?:,\s*w\d+)*)")
+
+
+def died_on_screen(lines: list[str]) -> set[str]:
+    """The endpoints the dashboard shows as dead: in an ``engine_failure`` row of the findings
+    table or in the verdict's "engine died", alone (``decode_w3``) or grouped (``decode_w1, w2``)."""
+    out: set[str] = set()
+    for line in lines:
+        if "engine_failure" not in line and "engine died" not in line:
+            continue
+        for m in _NAMED.finditer(line):
+            out.add(f"{m.group(1)}_w{m.group(2)}")
+            out.update(f"{m.group(1)}_w{n}" for n in re.findall(r"w(\d+)", m.group(3)))
+    return out
+
+
 class Dashboard:
     """``pdwatch watch`` on a pseudo-terminal of rows x cols; its output read as it comes (so it
     never blocks on a full terminal) and searched for each crashed endpoint's failure."""
@@ -279,6 +299,14 @@ class Dashboard:
         env["TERM"] = "xterm-256color"
         self.patterns = {ep: re.compile(rf"engine_failure\s+{ep}\b|{ep}\S* engine \d+ died".encode())
                          for ep in endpoints}
+        self.screen_patterns = {ep: re.compile(rf"engine_failure\s+{ep}\b|{ep}\S* engine \d+ died")
+                                for ep in endpoints}
+        try:  # a terminal emulator: the screen as drawn (Textual redraws only what changed)
+            import pyte
+            self.screen = pyte.Screen(cols, rows)
+            self.stream = pyte.ByteStream(self.screen)
+        except ImportError:  # then the bytes written are searched, which can miss a redrawn row
+            self.screen = self.stream = None
         self.seen = Seen()
         self.bytes = 0
         self.eof = False
@@ -313,6 +341,14 @@ class Dashboard:
                 break
             now = time.monotonic()
             self.bytes += len(chunk)
+            if self.stream is not None:
+                self.stream.feed(chunk)
+                if any(ep not in self.seen.first for ep in self.screen_patterns):
+                    shown = died_on_screen(self.screen.display)
+                    for ep in self.screen_patterns:
+                        if ep not in self.seen.first and ep in shown:
+                            self.seen.first[ep] = now
+                continue
             text = _ESCAPE.sub(b" ", carry + chunk)
             for ep, pat in self.patterns.items():
                 if ep not in self.seen.first and pat.search(text):
@@ -465,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (stage / "meta.json").exists():
         say(f"simulating {args.prefill + args.decode} engines for {args.hours:g} log-hours (once; kept in {stage})")
         simulate(args, stage)
+        import gc
+        gc.collect()  # the simulator's objects (cycles): the bench stays small beside what it measures
     import numpy as np
     meta = json.loads((stage / "meta.json").read_text())
     names: list[str] = meta["files"]
@@ -628,7 +666,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"headless: {headless.seen.lines} lines; findings fired: "
               + (", ".join(f"{r} x{k}" for r, k in sorted(rules.items())) or "none"))
     if dashboard is not None:
-        print(f"dashboard: {dashboard.bytes / 2**20:.1f} MiB of terminal output, exit status {dashboard.status}")
+        if dashboard.screen is not None and any(c["endpoint"] not in dashboard.seen.first for c in crashes):
+            print("the dashboard's last screen (a crash not found on it):")
+            for line in dashboard.screen.display:
+                print("  | " + line.rstrip())
+        how = "a pyte screen" if dashboard.screen is not None else "the bytes written (pyte not installed)"
+        print(f"dashboard: {dashboard.bytes / 2**20:.1f} MiB of terminal output, exit status {dashboard.status}; "
+              f"findings looked for on {how}")
     if args.trace:
         if len(snaps) >= 2:
             print_growth(snaps[0], snaps[-1], args.top)
