@@ -23,12 +23,10 @@ from dataclasses import dataclass, field
 
 from pdwatch.parsers import Event
 from pdwatch.parsers.exposition import CounterState, ExpositionError, events_from_exposition
-from pdwatch.parsers.raw_prometheus import RawRecord, RecordError, header, parse_record
-from pdwatch.sources.discovery import evidence_source, is_raw_prometheus, source_of, split_source  # noqa: F401
-from pdwatch.sources import jsonl
-from pdwatch.sources.jsonl import iter_lines, open_lines  # noqa: F401
-
-MAX_TOLD = 10  # skipped lines told one by one, then counted
+from pdwatch.parsers.raw_prometheus import RawRecord, RecordError, header
+from pdwatch.sources.discovery import source_of
+from pdwatch.sources.jsonl import iter_lines, open_lines
+from pdwatch.sources.raw_records import MAX_TOLD, Skipped, record_at  # noqa: F401  (MAX_TOLD: its tests)
 
 
 @dataclass
@@ -38,22 +36,19 @@ class RawReader:
     path: str
     state: CounterState = field(default_factory=CounterState)
     ports: dict[str, int] = field(default_factory=dict)  # source -> the port of its endpoint_url
-    skipped: int = 0
     failed_scrapes: int = 0
     notices: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.skipped = Skipped(self.path)
+
     def line(self, line_no: int, line: bytes | None) -> list[Event]:
-        if line is None:
-            self._skip(line_no, f"longer than {jsonl.MAX_LINE_BYTES} bytes (its rest skipped)")
-            return []
-        if not line.strip():
-            return []
         try:
-            record = parse_record(line, line_no)
+            record = record_at(line_no, line)
         except RecordError as exc:
             self._skip(line_no, str(exc))
             return []
-        return self.record(record)
+        return self.record(record) if record is not None else []
 
     def record(self, record: RawRecord) -> list[Event]:
         if not record.text.strip():
@@ -70,15 +65,16 @@ class RawReader:
             return []
 
     def _skip(self, line_no: int, why: str) -> None:
-        self.skipped += 1
-        if self.skipped <= MAX_TOLD:
-            self.notices.append(f"{self.path}:{line_no}: record skipped: {why}")
+        told = self.skipped.skip(line_no, why)
+        if told is not None:
+            self.notices.append(told)
 
     def summary(self) -> list[str]:
         """The notices: each skipped line (up to ``MAX_TOLD``), the rest and the failed scrapes counted."""
         out = list(self.notices)
-        if self.skipped > MAX_TOLD:
-            out.append(f"{self.path}: {self.skipped - MAX_TOLD} more record(s) skipped (not told one by one)")
+        untold = self.skipped.untold()
+        if untold is not None:
+            out.append(untold)
         if self.failed_scrapes:
             out.append(f"{self.path}: {self.failed_scrapes} failed scrape(s) (no text) skipped")
         return out
@@ -102,6 +98,3 @@ def read_raw_prometheus(path: str | os.PathLike[str], source: str | None = None
             reader.notices.append(f"{name}: read stopped after line {no}: {exc or type(exc).__name__}")
     return events, reader.summary(), dict(reader.ports)
 
-
-__all__ = ["RawReader", "evidence_source", "is_raw_prometheus", "iter_lines", "open_lines", "read_raw_prometheus",
-           "source_of", "split_source"]

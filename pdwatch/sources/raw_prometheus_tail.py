@@ -15,17 +15,16 @@ from __future__ import annotations
 import zlib
 from typing import Iterator
 
-from pdwatch.parsers.raw_prometheus import RecordError, parse_record
+from pdwatch.parsers.raw_prometheus import RecordError
 
 from .discovery import source_of
 from .file_tail import FileTail
-from .jsonl import iter_lines, open_lines
+from .jsonl import MAX_LINE_BYTES, iter_lines, open_lines
+from .raw_records import Skipped, record_at
 from .records import LineBlock, ScrapeBlock, SourceNotice
 
 Item = LineBlock | ScrapeBlock | SourceNotice
 
-MAX_LINE_BYTES = 16 << 20  # a scrape of a big server is a few MB; a longer line is cut (and told)
-MAX_TOLD = 10
 BATCH = 500  # records a poll from a .gz
 
 
@@ -39,8 +38,7 @@ class RawPrometheusTail:
         else:
             self._tail = FileTail(path, follow=True, max_line_bytes=max(max_line_bytes, MAX_LINE_BYTES),
                                   history=history)
-        self._skipped = 0
-        self._told_more = 0  # skipped lines already counted in a notice
+        self._skipped = Skipped(path)
 
     def poll(self) -> list[Item]:
         out: list[Item] = []
@@ -59,11 +57,9 @@ class RawPrometheusTail:
                 continue
             for offset, raw in enumerate(item.data.splitlines()):
                 self._line(item.first_line_no + offset, raw, out)
-        if self._skipped > MAX_TOLD + self._told_more:
-            more = self._skipped - MAX_TOLD - self._told_more
-            self._told_more += more
-            out.append(SourceNotice(self.path, "error", f"{self.path}: {more} more record(s) skipped "
-                                                        f"(not told one by one)"))
+        untold = self._skipped.untold()
+        if untold is not None:
+            out.append(SourceNotice(self.path, "error", untold))
         return out
 
     def close(self) -> None:
@@ -83,19 +79,15 @@ class RawPrometheusTail:
         if line_no == 0 and raw is not None:  # the .gz reader's last word
             out.append(SourceNotice(self.path, "error", f"{self.path}: {raw.decode()}"))
             return
-        if raw is None or not raw.strip():
-            if raw is None:
-                self._skip(line_no, "too long", out)
-            return
         try:
-            record = parse_record(raw, line_no)
+            record = record_at(line_no, raw)
         except RecordError as exc:
             self._skip(line_no, str(exc), out)
             return
-        if record.text.strip():
+        if record is not None and record.text.strip():
             out.append(ScrapeBlock(source_of(self.path, record.endpoint), line_no, record.ts, record.text))
 
     def _skip(self, line_no: int, why: str, out: list[Item]) -> None:
-        self._skipped += 1
-        if self._skipped <= MAX_TOLD:
-            out.append(SourceNotice(self.path, "error", f"{self.path}:{line_no}: record skipped: {why}"))
+        told = self._skipped.skip(line_no, why)
+        if told is not None:
+            out.append(SourceNotice(self.path, "error", told))
