@@ -355,6 +355,21 @@ class Expr:
         return list(dict.fromkeys(n.args[0].value for n in self.root.walk()  # type: ignore[attr-defined]
                                   if isinstance(n, Call) and n.name == "count_matching"))
 
+    def so_far_kinds(self) -> list[str]:
+        """Event kinds read over the whole run so far: a count or reason without a window,
+        ``before``. A watch keeps every event of these kinds (``Rule.reach``)."""
+        kinds: dict[str, None] = {}
+        for n in self.root.walk():
+            if not isinstance(n, Call):
+                continue
+            if n.name in ("count_events", "top_reason", "count_matching") and n.fn is not None \
+                    and len(n.args) < len(n.fn.params):
+                kinds.setdefault(n.args[0].value)  # type: ignore[attr-defined]
+            elif n.name == "before":
+                for arg in n.args:
+                    kinds.setdefault(arg.value)  # type: ignore[attr-defined]
+        return list(kinds)
+
     def patterns(self) -> list[Node]:
         """Literals holding a user regular expression (``.pattern``, a ``UserPattern``)."""
         return [n for n in self.root.walk() if getattr(n, "pattern", None) is not None]

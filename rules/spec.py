@@ -49,7 +49,7 @@ from .expr import SCOPES, Expr, compile_expr
 from .findings import SEVERITIES
 from .functions import uses_episode
 from .model import STATS_FIELDS, STORED_EVENT_KINDS
-from .nodes import BOOL, Binary, Node
+from .nodes import BOOL, Binary, Lit, Node, Samples
 from .span import ZERO, Span, parse_span
 from .template import EMPTY, Template, parse_template
 from .userregex import UserPattern
@@ -82,6 +82,16 @@ class Variant:
     summary: Template | None = None
     explanation: Template | None = None
     recommendation: Template | None = None
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How far back a rule reads: ``seconds`` and ``samples`` (its widest windows plus its ``for:``
+    hold), and the event kinds it counts over the whole run (``Expr.so_far_kinds``)."""
+
+    seconds: float
+    samples: int
+    so_far_kinds: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,22 @@ class Rule:
     def searched_kinds(self) -> set[str]:
         """Event kinds whose line text the rule searches (``count_matching``)."""
         return {k for e in self._exprs() if e is not None for k in e.searched_kinds()}
+
+    def reach(self) -> "Reach":
+        """How far back in the rows the rule reads: what a long watch must keep at full resolution."""
+        seconds, samples = self.for_.seconds or 0.0, self.for_.samples or 0
+        widest_s, widest_n = 0.0, 3  # last(x) without a window reads 3 samples
+        kinds: set[str] = set()
+        for e in self._exprs():
+            if e is None:
+                continue
+            kinds.update(e.so_far_kinds())
+            for w in e.windows():
+                if isinstance(w, Lit):
+                    widest_s = max(widest_s, float(w.value))
+                elif isinstance(w, Samples):
+                    widest_n = max(widest_n, w.count)
+        return Reach(widest_s + seconds, widest_n + samples, frozenset(kinds))
 
     def patterns(self) -> list[UserPattern]:
         """The user regular expressions of the rule (``rules.userregex``), in order."""

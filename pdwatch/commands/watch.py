@@ -28,6 +28,7 @@ from pdwatch.session.live import LiveSession
 from pdwatch.session.snapshot import Snapshot
 from pdwatch.session.times import parse_speed, parse_start
 from pdwatch.sources import SourceSet, is_prom
+from pdwatch.units import parse_duration
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(watch)
     add_scrape_interval_argument(watch)
     add_prom_arguments(watch, follow=True)
+    watch.add_argument("--keep-full", metavar="DURATION",
+                       help="log time each engine keeps line by line (default: what the rules read back, "
+                            "their longest window and hold, plus 10m; at least 1h); older stats lines are "
+                            "kept as one row per engine and minute, for the charts and the exported report")
     watch.set_defaults(run=run_watch, mode="watch")
 
     replay = sub.add_parser(
@@ -108,6 +113,7 @@ def build_session(args: argparse.Namespace) -> LiveSession:
         args.paths = args.paths + [u for u in spec_urls(specs) if u not in args.paths]
         kwargs["sources"] = SourceSet(args.paths, follow=True, scrape_interval=args.scrape_interval,
                                       history=WATCH_HISTORY, prom=prom_options(args))
+        kwargs["keep_full_s"] = keep_full_seconds(args.keep_full)
     if args.mode == "replay":
         if any(map(is_prom, args.paths)):  # a server's range: --since/--until/--step
             kwargs["sources"] = SourceSet(args.paths, follow=False, prom=prom_options(args))
@@ -121,6 +127,15 @@ def build_session(args: argparse.Namespace) -> LiveSession:
         require_inputs(session.sources, args.paths)
         require_one_existing(session.sources)
     return session
+
+
+def keep_full_seconds(text: str | None) -> float | None:
+    if text is None:
+        return None
+    seconds = parse_duration(text)
+    if seconds is None or seconds <= 0:
+        raise UsageError(f"--keep-full {text}: expected a duration such as 90m, 2h or 1d")
+    return seconds
 
 
 def run_watch(args: argparse.Namespace) -> int:

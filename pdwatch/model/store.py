@@ -7,6 +7,8 @@ every time.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,6 +22,7 @@ from pdwatch.model.log_facts import fold as learn_facts
 from pdwatch.model.deployment import DeploymentModel, Endpoint
 from pdwatch.model.frontend_losses import Attribution, attribute
 from pdwatch.model.line_book import LineBook, text_crc
+from pdwatch.model.retention import MARGIN_S, Retention, empty_minutes, older_than_kept, per_minute, stamps_ns
 from pdwatch.sources.discovery import evidence_source
 from pdwatch.model.partial import (_KEPT_EVENT_KINDS, _MODEL_KINDS, GENERIC_KINDS, UNSTORED_KINDS,  # noqa: F401
                                    Partial, StatsColumns, fold_events)
@@ -41,6 +44,11 @@ class _Series:
     text_dropped_upto: int = 0
     event_text_rows: int = 0
     event_text_dropped_upto: int = 0
+    # A long watch (``Store.retention``): stats rows older than the kept span, one per engine and
+    # minute; frequent events older than it, counted by kind; when to look for old rows again.
+    minutes: pd.DataFrame | None = None
+    retired_events: dict[str, int] = field(default_factory=dict)
+    next_retire_ns: int = 0
 
 
 def _empty(columns: Iterable[str]) -> pd.DataFrame:
@@ -57,6 +65,11 @@ KEPT_TEXT_ROWS = 4096
 
 def text_gone(source: str, line_no: int) -> str:
     return f"line {line_no} of {source} (its text is no longer kept: the last {KEPT_TEXT_ROWS} lines of each endpoint are)"
+
+
+def text_retired(source: str, line_no: int) -> str:
+    return (f"line {line_no} of {source} (older than what this watch keeps line by line: "
+            f"see --keep-full)")
 
 
 # Kept event kinds a log writes on every stats interval (a run's length in lines, like its stats
@@ -84,6 +97,9 @@ class Store:
         # Sources of /metrics scrapes read from files (a replay's recorded scrapes): their rows
         # count as structure changes, as a URL's do (``changes_structure``).
         self.scrape_sources: frozenset[str] = frozenset()
+        # A long watch's: rows older than the rules read are folded per minute (None: all kept).
+        self.retention: Retention | None = None
+        self._retired_refs = 0  # rows folded: a quote of one of them says so (``line_text``)
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -140,6 +156,11 @@ class Store:
         target.stats_new.extend(gone.stats_new)
         target.event_rows.extend(tuple(r) for r in gone.events.itertuples(index=False, name=None))
         target.event_rows.extend(gone.event_rows)
+        if gone.minutes is not None:
+            target.minutes = per_minute(pd.concat([m for m in (target.minutes, gone.minutes) if m is not None],
+                                                  ignore_index=True))
+        for kind, n in gone.retired_events.items():
+            target.retired_events[kind] = target.retired_events.get(kind, 0) + n
         if gone.last_ts is not None and (target.last_ts is None or gone.last_ts > target.last_ts):
             target.last_ts = gone.last_ts
         self._servers.discard(old)
@@ -185,6 +206,41 @@ class Store:
                 series.event_text_rows += int(frame["kind"].isin(self.referenced_kinds).sum())
             if max(series.text_rows, series.event_text_rows) > 2 * KEPT_TEXT_ROWS:  # amortised O(1) a row
                 _drop_old_text(series, self.lines.can_read_back, self.referenced_kinds)
+            if self.retention is not None and series.last_ts is not None:
+                self._retire(self.model.endpoints[name], series)
+
+    def _retire(self, endpoint: Endpoint, series: _Series) -> None:
+        """A long watch: fold the stats rows older than the kept span into per-minute rows, count
+        the frequent events older than it. Looked at once per ``MARGIN_S`` of log time (amortised)."""
+        newest = pd.Timestamp(series.last_ts).value
+        if newest < series.next_retire_ns:
+            return
+        series.next_retire_ns = newest + int(MARGIN_S * 1e9)
+        kept_ns = int(self.retention.kept_s(endpoint.facts.get("stats_interval_s")) * 1e9)
+        stats = series.stats
+        if not stats.empty:
+            old = older_than_kept(stamps_ns(stats["ts"]), stats["engine"].to_numpy(), kept_ns)
+            if old.any():
+                folded = per_minute(stats[old])
+                series.minutes = folded if series.minutes is None else pd.concat(
+                    [series.minutes, folded], ignore_index=True)
+                series.stats = stats[~old].reset_index(drop=True)
+                series.text_dropped_upto = max(0, series.text_dropped_upto - int(np.count_nonzero(old[:series.text_dropped_upto])))
+                self._retired_refs += int(old.sum())
+        events = series.events
+        kinds = self.retention.retired_kinds
+        if not events.empty and kinds:
+            frequent = events["kind"].isin(kinds).to_numpy() & events["ts"].notna().to_numpy()
+            if frequent.any():
+                stamps = stamps_ns(events["ts"].where(frequent, events["ts"].max()))
+                old = frequent & (stamps < stamps[frequent].max() - kept_ns)
+                if old.any():
+                    for kind, n in events.loc[old, "kind"].value_counts().items():
+                        series.retired_events[kind] = series.retired_events.get(kind, 0) + int(n)
+                    series.events = events[~old].reset_index(drop=True)
+                    series.event_text_dropped_upto = max(
+                        0, series.event_text_dropped_upto - int(np.count_nonzero(old[:series.event_text_dropped_upto])))
+                    self._retired_refs += int(old.sum())
 
     def drop_stats_from(self, name: str, sources: Iterable[str]) -> None:
         """Forget the stats rows of endpoint ``name`` that came from ``sources``: the scrapes that
@@ -243,7 +299,43 @@ class Store:
         return int(rows.sum())
 
     def stats(self, name: str) -> pd.DataFrame:
+        """The endpoint's stats rows at full resolution (a long watch's: the kept span only)."""
         return self._series[name].stats if name in self._series else _empty(_STATS_COLUMNS)
+
+    def history(self, name: str) -> pd.DataFrame:
+        """The endpoint's stats over the whole run: a long watch's per-minute rows (``lines`` > 1,
+        no source) before its full-resolution ones; the same frame as ``stats`` when none were folded."""
+        series = self._series.get(name)
+        if series is None or series.minutes is None or series.minutes.empty:
+            return self.stats(name)
+        recent = series.stats.assign(lines=1)
+        return pd.concat([series.minutes, recent], ignore_index=True) if not recent.empty else series.minutes
+
+    def stats_line_count(self, name: str) -> int:
+        """Stats lines the endpoint logged (folded ones included)."""
+        series = self._series.get(name)
+        if series is None:
+            return 0
+        frames = [f for f in (series.minutes, series.stats) if f is not None]  # a history's rows have ``lines``
+        return sum(int(f["lines"].sum()) if "lines" in f.columns else len(f) for f in frames) \
+            + sum(len(c.ts) for c in series.stats_new)
+
+    def retired_events(self, name: str) -> dict[str, int]:
+        """A long watch's frequent events no longer kept, counted by kind."""
+        series = self._series.get(name)
+        return dict(series.retired_events) if series is not None else {}
+
+    def with_history(self) -> "Store":
+        """This store with each endpoint's stats over the whole run (``history``): what an exported
+        report shows of a long watch. Shares everything else; never evaluated by the rules."""
+        if not any(s.minutes is not None for s in self._series.values()):
+            return self
+        self.flush()
+        other = copy.copy(self)
+        other._series = {name: dataclasses.replace(series, stats=self.history(name), minutes=None)
+                         for name, series in self._series.items()}
+        other.retention = None
+        return other
 
     def events(self, name: str) -> pd.DataFrame:
         return self._series[name].events if name in self._series else _empty(_EVENT_COLUMNS)
@@ -271,6 +363,8 @@ class Store:
                 else:  # stdin, ssh, a URL: older than the text ring
                     text = text_gone(source, line_no)
                 break
+        if text is None and self._retired_refs and name in self._series:
+            text = text_retired(source, line_no)  # a long watch folded its row (``retention``)
         memo[key] = text
         if len(memo) > _LINE_MEMO:
             memo.popitem(last=False)

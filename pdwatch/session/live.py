@@ -29,6 +29,7 @@ from pdwatch.events.recognition import LOOKED_FOR, nothing_to_judge, unrecognise
 from pdwatch.events.stream import EventStream
 from pdwatch.model.deployment import DeploymentModel, EndpointSpec
 from pdwatch.model.partial import GENERIC_KINDS
+from pdwatch.model.retention import Retention
 from pdwatch.model.store import Store, searched_kinds
 from pdwatch.parsers import Event
 from pdwatch.rules import Finding, Rule, RuleEngine, load_rules
@@ -58,7 +59,7 @@ class LiveSession:
     def __init__(self, paths: list[str], *, mode: str = "watch", specs: list[EndpointSpec] | tuple = (),
                  rules: list[Rule] | None = None, year: int | None = None, tz: tzinfo | None = None,
                  speed: float = 10.0, start: pd.Timestamp | pd.Timedelta | str | None = None,
-                 sources: SourceSet | None = None, poll_interval: float = 0.2,
+                 sources: SourceSet | None = None, poll_interval: float = 0.2, keep_full_s: float | None = None,
                  wall: Callable[[], float] = time.monotonic,
                  wall_utc: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
         if mode not in ("watch", "replay"):
@@ -71,6 +72,8 @@ class LiveSession:
         self._specs = tuple(specs)
         self.rules = rules if rules is not None else load_rules()
         self.store = Store(DeploymentModel(self._specs), searched_kinds(self.rules))
+        if mode == "watch":  # a watch may run for a week: rows older than the rules read are folded
+            self.store.retention = Retention.for_rules(self.rules, keep_full_s)
         self.engine = RuleEngine(self.rules)
         self._rows = SnapshotBuilder(self.store)
         self._rows.rule_fields = {r.finding: tuple(r.quoted_fields()) for r in self.rules}
@@ -544,8 +547,9 @@ class LiveSession:
         from pdwatch.model.throughput import headline as run_headline
         from pdwatch.session.analysis import Analysis
         self.store.flush()
-        endpoints = self.store.endpoints()
-        result = run_headline(endpoints, {e.name: self.store.stats(e.name) for e in endpoints})
-        return Analysis(self.paths, self.store, result, self.engine.findings(), self.rules, [],
-                        self.sources.metrics_files, self.store.time_range())
+        store = self.store.with_history()  # a long watch's folded minutes too: the whole run
+        endpoints = store.endpoints()
+        result = run_headline(endpoints, {e.name: store.stats(e.name) for e in endpoints})
+        return Analysis(self.paths, store, result, self.engine.findings(), self.rules, [],
+                        self.sources.metrics_files, store.time_range())
 

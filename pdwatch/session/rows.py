@@ -145,7 +145,7 @@ class SnapshotBuilder:
         if ep is None or name not in {e.name for e in self.store.endpoints()}:
             return None
         row = self._endpoint_row(ep, clock)
-        series = self._memo(("series", name), lambda: _series(self.store.stats(name), row.interval_s))
+        series = self._memo(("series", name), lambda: _series(self.store.history(name), row.interval_s))
         startup = self._memo(("startup", name), lambda: self._startup(ep))
         lines = self._memo(("lines", name, max_lines), lambda: self._recent_lines(name, max_lines))
         return EndpointDetail(row, series, startup, lines)
@@ -157,7 +157,7 @@ class SnapshotBuilder:
         if ep is None or name not in {e.name for e in self.store.endpoints()}:
             return None
         interval = float(ep.facts.get("stats_interval_s") or DEFAULT_INTERVAL_S)
-        return self._memo(("series", name), lambda: _series(self.store.stats(name), interval))
+        return self._memo(("series", name), lambda: _series(self.store.history(name), interval))
 
     def _startup(self, ep: Any) -> StartupFacts:
         facts = ep.facts

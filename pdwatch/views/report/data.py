@@ -120,7 +120,7 @@ def _endpoint_summary(store: Store, name: str, analysis: Analysis) -> dict[str, 
     if h.start is not None and not stats.empty:
         window = stats[(stats["ts"] >= h.start) & (stats["ts"] <= h.end)]
         stats = window if not window.empty else stats
-    out: dict[str, Any] = {"name": name, "stats_lines": int(len(store.stats(name))),
+    out: dict[str, Any] = {"name": name, "stats_lines": store.stats_line_count(name),
                            "last_seen": _iso(store.last_seen(name))}
     endpoint = store.model.endpoints.get(name)
     interval = endpoint.facts.get("stats_interval_s") if endpoint is not None else None
