@@ -74,14 +74,15 @@ def older_than_kept(ts: np.ndarray, groups: np.ndarray, kept_ns: int) -> np.ndar
 
 
 def per_minute(rows: pd.DataFrame) -> pd.DataFrame:
-    """Stats rows -> one row per engine and minute: the minute's last time, its ``lines``, the
+    """Stats rows -> one row per engine and minute: the minute's first time (a run's start stays
+    exact), its ``lines``, the
     fields folded as ``SUMMED`` / ``HIGHEST`` / ``AVERAGED`` say (latency weighted by requests).
     Rows that are already minutes (a ``lines`` column) fold with their weight."""
     if rows.empty:
         return empty_minutes()
     lines = rows["lines"].to_numpy(dtype=np.float64) if "lines" in rows.columns else np.ones(len(rows))
     key = pd.DataFrame({"minute": stamps_ns(rows["ts"]) // MINUTE_NS, "engine": rows["engine"].to_numpy()})
-    grouped = pd.concat([key, rows[list(STATS_FIELDS)].reset_index(drop=True)], axis=1)
+    grouped = pd.concat([key, rows.reindex(columns=list(STATS_FIELDS)).reset_index(drop=True)], axis=1)
     weights = pd.DataFrame({f: np.where(np.isnan(grouped[f].to_numpy(dtype=np.float64)), 0.0, lines)
                             for f in AVERAGED})
     weighted = pd.DataFrame({f: grouped[f].to_numpy(dtype=np.float64) * weights[f].to_numpy() for f in AVERAGED})
@@ -97,7 +98,7 @@ def per_minute(rows: pd.DataFrame) -> pd.DataFrame:
     highest = grouped.groupby(by)[list(HIGHEST)].max().reset_index(drop=True)
     lat = pd.DataFrame({"num": np.where(has_latency, latency * ok, 0.0), "den": np.where(has_latency, ok, 0.0)})
     lat = lat.groupby(by).sum().reset_index(drop=True)
-    stamp = rows["ts"].reset_index(drop=True).groupby(by).max().reset_index(drop=True)
+    stamp = rows["ts"].reset_index(drop=True).groupby(by).min().reset_index(drop=True)
     count = pd.Series(lines).groupby(by).sum().reset_index(drop=True)
     frame = pd.DataFrame({"ts": stamp, "engine": out["engine"].to_numpy(dtype=np.int64)})
     for f in STATS_FIELDS:
@@ -110,7 +111,10 @@ def per_minute(rows: pd.DataFrame) -> pd.DataFrame:
         else:  # request_latency_s
             frame[f] = np.where(lat["den"] > 0, lat["num"] / lat["den"].where(lat["den"] > 0), np.nan)
     frame["lines"] = count.to_numpy(dtype=np.int64)
-    return frame.sort_values("ts", kind="stable", ignore_index=True)
+    # A worker's rows have no frontend figures (and a frontend's no engine ones): about half the
+    # fields are never known. Their columns are left out; ``Store.history`` puts them back.
+    unknown = [f for f in STATS_FIELDS if frame[f].isna().all()]
+    return frame.drop(columns=unknown).sort_values("ts", kind="stable", ignore_index=True)
 
 
 def empty_minutes() -> pd.DataFrame:

@@ -100,6 +100,7 @@ class Store:
         # A long watch's: rows older than the rules read are folded per minute (None: all kept).
         self.retention: Retention | None = None
         self._retired_refs = 0  # rows folded: a quote of one of them says so (``line_text``)
+        self.folds = 0  # times old rows were folded (the session then gives the freed memory back)
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -224,6 +225,7 @@ class Store:
                 folded = per_minute(stats[old])
                 series.minutes = folded if series.minutes is None else pd.concat(
                     [series.minutes, folded], ignore_index=True)
+                self.folds += 1
                 series.stats = stats[~old].reset_index(drop=True)
                 series.text_dropped_upto = max(0, series.text_dropped_upto - int(np.count_nonzero(old[:series.text_dropped_upto])))
                 self._retired_refs += int(old.sum())
@@ -309,7 +311,9 @@ class Store:
         if series is None or series.minutes is None or series.minutes.empty:
             return self.stats(name)
         recent = series.stats.assign(lines=1)
-        return pd.concat([series.minutes, recent], ignore_index=True) if not recent.empty else series.minutes
+        if recent.empty:  # the minutes' columns as a stats frame's (those never known left out)
+            return series.minutes.reindex(columns=[*_STATS_COLUMNS, "lines"])
+        return pd.concat([series.minutes, recent], ignore_index=True)
 
     def stats_line_count(self, name: str) -> int:
         """Stats lines the endpoint logged (folded ones included)."""

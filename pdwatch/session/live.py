@@ -39,6 +39,7 @@ from pdwatch.sources.discovery import split_source
 
 from .clock import ReplayClock, WatchClock
 from .findings_feed import FindingsFeed, firing_now
+from .heap import give_back_freed_memory
 from .ingest import Ingest
 from .replay_buffer import ReplayBuffer
 from .preemption_fill import PreemptionFill
@@ -281,7 +282,10 @@ class LiveSession:
         if incoming:
             self._add_to_store(incoming)
         clock = self._watch.advance(incoming, wall)
+        folds = self.store.folds
         self.store.flush()
+        if self.store.folds != folds:  # old rows were folded: the frames they were in are free now
+            give_back_freed_memory()
         if clock is None:  # nothing timestamped yet: evaluate nothing
             return
         if self._watch.due(clock, bool(incoming)):
