@@ -35,6 +35,8 @@ def year_hint_from_bytes(data: bytes) -> tuple[int, int] | None:
     return (int(m[1]), int(m[2])) if m else None
 
 
+_STAMPS_REMEMBERED = 256  # per resolver (per source): cleared past this
+
 class TimeResolver:
     def __init__(self, *, year: int | None = None, tz: tzinfo | None = None,
                  mtime: float | None = None, now: datetime | None = None) -> None:
@@ -45,6 +47,8 @@ class TimeResolver:
         self._seen: tuple[int, int] | None = None  # (year, month) read from the file
         self._year: int | None = None  # year currently applied to vLLM stamps
         self._last_month: int | None = None
+        # Stamps already read, for the lines that share one (a stats interval's); a log's stamps only
+        # move forward, so a few hundred do: one resolver a source, and a week-long watch reads many.
         self._cache: dict[str, datetime | None] = {}
         # ``pdwatch parse``'s direct JSON lines (see ``fastlane``): a stamp as ``_jsonl_bytes`` writes it.
         self._json_cache: dict[bytes, bytes] = {}
@@ -81,7 +85,7 @@ class TimeResolver:
         ts = self._cache.get(key)
         if ts is None and key not in self._cache:
             ts = self._build(self._year, month_day, clock)
-            if len(self._cache) > 4096:
+            if len(self._cache) > _STAMPS_REMEMBERED:
                 self._cache.clear()
             self._cache[key] = ts
         return ts
@@ -95,7 +99,7 @@ class TimeResolver:
         if json is None:
             clock = hms.decode() + "." + frac.decode() if frac else hms.decode()
             json = _json_stamp(self._build(self._year, month_day.decode(), clock))
-            if len(self._json_cache) > 4096:
+            if len(self._json_cache) > _STAMPS_REMEMBERED:
                 self._json_cache.clear()
             self._json_cache[key] = json
         return json
@@ -109,7 +113,7 @@ class TimeResolver:
         ts = self.utc_iso(text.decode())
         if ts is None:
             return b"null"
-        if len(self._valid_seconds) > 4096:
+        if len(self._valid_seconds) > _STAMPS_REMEMBERED:
             self._valid_seconds.clear()
         self._valid_seconds.add(text[:19])
         return _json_stamp(ts)
