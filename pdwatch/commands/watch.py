@@ -41,8 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_prom_arguments(watch, follow=True)
     watch.add_argument("--keep-full", metavar="DURATION",
                        help="log time each engine keeps line by line (default: what the rules read back, "
-                            "their longest window and hold, plus 10m; at least 1h); older stats lines are "
-                            "kept as one row per engine and minute, for the charts and the exported report")
+                            "their widest window and hold, plus 10m, at least 1h; never less than that); "
+                            "older stats lines are kept as one row per engine and minute, for the charts "
+                            "and the exported report")
     watch.set_defaults(run=run_watch, mode="watch")
 
     replay = sub.add_parser(

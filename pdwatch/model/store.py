@@ -67,11 +67,6 @@ def text_gone(source: str, line_no: int) -> str:
     return f"line {line_no} of {source} (its text is no longer kept: the last {KEPT_TEXT_ROWS} lines of each endpoint are)"
 
 
-def text_retired(source: str, line_no: int) -> str:
-    return (f"line {line_no} of {source} (older than what this watch keeps line by line: "
-            f"see --keep-full)")
-
-
 # Kept event kinds a log writes on every stats interval (a run's length in lines, like its stats
 # lines): from a file, their text is read back when quoted, not kept (issue 34).
 REFERENCED_EVENT_KINDS = frozenset({"kv_transfer", "spec_decode"})
@@ -99,7 +94,6 @@ class Store:
         self.scrape_sources: frozenset[str] = frozenset()
         # A long watch's: rows older than the rules read are folded per minute (None: all kept).
         self.retention: Retention | None = None
-        self._retired_refs = 0  # rows folded: a quote of one of them says so (``line_text``)
         self.folds = 0  # times old rows were folded (the session then gives the freed memory back)
 
     # --- writing ----------------------------------------------------------------------------
@@ -228,7 +222,6 @@ class Store:
                 self.folds += 1
                 series.stats = stats[~old].reset_index(drop=True)
                 series.text_dropped_upto = max(0, series.text_dropped_upto - int(np.count_nonzero(old[:series.text_dropped_upto])))
-                self._retired_refs += int(old.sum())
         events = series.events
         kinds = self.retention.retired_kinds
         if not events.empty and kinds:
@@ -242,7 +235,6 @@ class Store:
                     series.events = events[~old].reset_index(drop=True)
                     series.event_text_dropped_upto = max(
                         0, series.event_text_dropped_upto - int(np.count_nonzero(old[:series.event_text_dropped_upto])))
-                    self._retired_refs += int(old.sum())
 
     def drop_stats_from(self, name: str, sources: Iterable[str]) -> None:
         """Forget the stats rows of endpoint ``name`` that came from ``sources``: the scrapes that
@@ -367,8 +359,6 @@ class Store:
                 else:  # stdin, ssh, a URL: older than the text ring
                     text = text_gone(source, line_no)
                 break
-        if text is None and self._retired_refs and name in self._series:
-            text = text_retired(source, line_no)  # a long watch folded its row (``retention``)
         memo[key] = text
         if len(memo) > _LINE_MEMO:
             memo.popitem(last=False)

@@ -122,6 +122,14 @@ def test_folding_keeps_the_findings_and_the_whole_run(long_run: Path, tmp_path: 
         from pdwatch.views.report.data import build
         da, db = build(a), build(b)
         assert [e["stats_lines"] for e in da["endpoints"]] == [e["stats_lines"] for e in db["endpoints"]]
+        # a finding that began before the kept span: its evidence is the same lines, with text
+        # (a folded stats line: the numbers the rule read, in place of its wording)
+        def evidence(data):
+            return [[(q["source"], q["line_no"], bool(q["text"])) for q in f["evidence"]] for f in data["findings"]]
+        assert evidence(da) == evidence(db)
+        assert all(has_text for quotes in evidence(da) for _, _, has_text in quotes)
+        started = min(f.start for f in a.findings if f.rule == "prefill_bound")
+        assert pd.Timestamp(started) < pd.Timestamp(a.clock[1]) - pd.Timedelta(seconds=kept_s)
     finally:
         folding.close()
         keeping.close()
@@ -154,3 +162,35 @@ def test_a_minute_folds_counts_as_sums_and_the_rest_as_means():
     again = per_minute(minutes)
     pd.testing.assert_frame_equal(again[minutes.columns], minutes, check_dtype=False)
     assert (minutes["ts"].astype("int64") // MINUTE_NS).is_monotonic_increasing
+
+
+def test_the_kept_span_covers_what_the_rules_read(tmp_path: Path):
+    from pdwatch.model.retention import MARGIN_S, MINIMUM_KEPT_S, Retention
+    from pdwatch.rules import load_rules
+    builtin = load_rules()
+    widest = max(r.reach().seconds for r in builtin)
+    assert widest == 3600  # the builtin rules' 1h windows
+    assert Retention.for_rules(builtin).seconds == max(widest + MARGIN_S, MINIMUM_KEPT_S)
+    assert Retention.for_rules(builtin, 6 * 3600).seconds == 6 * 3600  # --keep-full 6h keeps more
+    assert Retention.for_rules(builtin, 600).seconds == widest + MARGIN_S  # never less than the rules read
+    assert Retention.for_rules(builtin).retired_kinds == {"kv_transfer", "spec_decode"}
+    # a user rule that counts KV-transfer lines over the whole run, with a 3h window: both kept
+    extra = tmp_path / "mine.yaml"
+    extra.write_text("""groups:
+- name: mine
+  rules:
+  - finding: many_transfers
+    expr: count_events("kv_transfer") > 1000 and avg(gen_tps, 3h) > 0
+    severity: info
+    summary: "{{ endpoint }} moved many KV blocks"
+""")
+    retention = Retention.for_rules(load_rules([extra]))
+    assert retention.seconds == 3 * 3600 + MARGIN_S
+    assert retention.retired_kinds == {"spec_decode"}
+
+
+def test_keep_full_that_is_not_a_duration_is_one_clear_error(tmp_path: Path):
+    run = subprocess.run([sys.executable, "-m", "pdwatch", "watch", "--headless", "--keep-full", "2x", str(tmp_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1] == "pdwatch: error: --keep-full 2x: expected a duration such as 90m, 2h or 1d"
