@@ -22,7 +22,7 @@ from pdwatch.model.log_facts import fold as learn_facts
 from pdwatch.model.deployment import DeploymentModel, Endpoint
 from pdwatch.model.frontend_losses import Attribution, attribute
 from pdwatch.model.line_book import LineBook, text_crc
-from pdwatch.model.retention import MARGIN_S, Retention, empty_minutes, older_than_kept, per_minute, stamps_ns
+from pdwatch.model.retention import MARGIN_S, Retention, older_than_kept, per_minute, stamps_ns
 from pdwatch.sources.discovery import evidence_source
 from pdwatch.model.partial import (_KEPT_EVENT_KINDS, _MODEL_KINDS, GENERIC_KINDS, UNSTORED_KINDS,  # noqa: F401
                                    Partial, StatsColumns, fold_events)
