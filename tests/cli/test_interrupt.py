@@ -131,11 +131,17 @@ _LOST_IN_A_FINALISER = """
 """
 
 
+def ctrl_c_as_in_a_terminal() -> None:
+    """The child takes SIGINT's default disposition, as under a terminal's shell: a test runner
+    started in the background (``nohup ... &``) has it ignored, and its children inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("hooked", [False, True], ids=["python-alone", "pdwatch"])
 def test_a_ctrl_c_lost_inside_a_finaliser_still_stops_the_command(hooked):
     # Seen: `report -` on an open pipe never ended when Ctrl-C landed in the regex module's __del__.
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(_LOST_IN_A_FINALISER), "hooked" if hooked else "plain"],
-                          cwd=REPO, capture_output=True, text=True, timeout=30)
+                          cwd=REPO, capture_output=True, text=True, timeout=30, preexec_fn=ctrl_c_as_in_a_terminal)
     if hooked:
         assert done.returncode == 130, done.stderr
         assert "Exception ignored" not in done.stderr, done.stderr
@@ -160,7 +166,8 @@ def test_an_interrupt_caught_after_exec_leaves_with_the_status_given(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
 
     def run(how: str) -> int:
-        return subprocess.run([sys.executable, "-m", "interrupted", how], cwd=tmp_path, env=env, timeout=30).returncode
+        return subprocess.run([sys.executable, "-m", "interrupted", how], cwd=tmp_path, env=env, timeout=30,
+                              preexec_fn=ctrl_c_as_in_a_terminal).returncode
 
     assert run("cleared") == 130
     plain = run("plain")

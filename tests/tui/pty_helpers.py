@@ -62,6 +62,9 @@ class PtyRun:
         if pid == 0:  # the child: only system calls between the fork and the exec
             try:
                 fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+                # Ctrl-C as under a terminal's shell: a runner started in the background (nohup ... &)
+                # has SIGINT ignored, and that would be inherited.
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
                 if stdin is not None:
                     os.dup2(stdin, 0)
                 os.chdir(cwd)
