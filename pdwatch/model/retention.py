@@ -58,6 +58,7 @@ class Retention:
 
 
 def stamps_ns(ts: pd.Series) -> np.ndarray:
+    """A frame's tz-aware ``ts`` column as int64 nanoseconds since the epoch (UTC)."""
     return ts.dt.tz_convert(None).to_numpy().astype("datetime64[ns]").astype(np.int64)
 
 
@@ -75,8 +76,8 @@ def older_than_kept(ts: np.ndarray, groups: np.ndarray, kept_ns: int) -> np.ndar
 
 def per_minute(rows: pd.DataFrame) -> pd.DataFrame:
     """Stats rows -> one row per engine and minute: the minute's first time (a run's start stays
-    exact), its ``lines``, the
-    fields folded as ``SUMMED`` / ``HIGHEST`` / ``AVERAGED`` say (latency weighted by requests).
+    exact), its ``lines``, the fields folded as ``SUMMED`` / ``HIGHEST`` / ``AVERAGED`` say
+    (latency weighted by requests).
     Rows that are already minutes (a ``lines`` column) fold with their weight."""
     if rows.empty:
         return empty_minutes()

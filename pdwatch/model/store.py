@@ -225,10 +225,11 @@ class Store:
         events = series.events
         kinds = self.retention.retired_kinds
         if not events.empty and kinds:
-            frequent = events["kind"].isin(kinds).to_numpy() & events["ts"].notna().to_numpy()
-            if frequent.any():
-                stamps = stamps_ns(events["ts"].where(frequent, events["ts"].max()))
-                old = frequent & (stamps < stamps[frequent].max() - kept_ns)
+            frequent = np.flatnonzero(events["kind"].isin(kinds).to_numpy() & events["ts"].notna().to_numpy())
+            if len(frequent):
+                stamps = stamps_ns(events["ts"].iloc[frequent])
+                old = np.zeros(len(events), dtype=bool)
+                old[frequent[stamps < stamps.max() - kept_ns]] = True
                 if old.any():
                     for kind, n in events.loc[old, "kind"].value_counts().items():
                         series.retired_events[kind] = series.retired_events.get(kind, 0) + int(n)
@@ -488,7 +489,7 @@ def interval_gaps(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Each engine's positive spacing between consecutive stats lines (seconds), and the time of
     the later line of each (us since the epoch): the stats interval is their median."""
     engines = frame["engine"].to_numpy()
-    stamps = frame["ts"].dt.tz_convert(None).to_numpy().astype("datetime64[ns]").astype(np.int64)
+    stamps = stamps_ns(frame["ts"])
     order = np.argsort(engines, kind="stable")  # each engine's rows, in frame (time) order
     engines, stamps = engines[order], stamps[order]
     same = engines[1:] == engines[:-1]

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from pdwatch.diagnosis import Diagnosis, diagnose
+from pdwatch.model.retention import stamps_ns
 from pdwatch.model.store import Store
 from pdwatch.model.throughput import COUNTED
 from pdwatch.parsers import Event
@@ -217,7 +218,7 @@ def counted_history(stats: pd.DataFrame, role: str, interval: float, complete_on
     fields = list(COUNTED.get(role, ("prompt_tps", "gen_tps")))
     recent = stats.iloc[-(HISTORY_POINTS * 16):]
     step = max(round(interval), 1) * 1_000_000_000
-    stamps = recent["ts"].dt.tz_convert(None).to_numpy().astype("datetime64[ns]").astype(np.int64)
+    stamps = stamps_ns(recent["ts"])
     buckets = stamps // step * step
     values = recent[fields].to_numpy(dtype=np.float64)
     known = ~np.isnan(values)
