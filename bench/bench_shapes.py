@@ -12,7 +12,12 @@ runs (a report evaluates its rules at every stats interval of the run). Here, in
 * ``run-1h`` and ``run-8h``: the whole folder of that simulated run, 1 h and 8 h of load (same
   deployment, same seed: 163 MB and 1.3 GB, 10 files);
 * with ``--big``: ``dense-1G`` (the 8 h run's frontend log, 970 MB) and ``mixed-1G``, for the
-  peak-memory comparison (100 MB against ~1 GB).
+  peak-memory comparison (100 MB against ~1 GB);
+* with ``--long`` (issue 34): ``nvl72-1h``, ``nvl72-8h`` and ``nvl72-24h``, a day-long NVL72 job
+  (``8xDEP8-1xDEP8``: 64 prefill + 8 decode engines, a stats line each every 10 s, quiet noise:
+  the workers' logs, no per-request lines) simulated for 1, 8 and 24 h, each also replayed
+  (``pdwatch replay --headless --speed max``), for peak RSS against the run's length; and
+  ``bench_replay_seek.py`` on them (RSS of a replay seeking back and forth).
 
 For each, after a warm-up of every tool (page cache), ``--repeat`` timed runs round-robin of:
 ``grep -c 'Avg prompt throughput' FILES`` (the floor: one pass in C), ``pdwatch parse FILES
@@ -25,6 +30,7 @@ before and after: compare figures within one run only. MB = 2^20 bytes.
     python bench/bench_shapes.py                # ~6 min on 2 cores once the logs exist (simulating 8 h: ~3 min)
     python bench/bench_shapes.py --shapes dense,mixed --repeat 5
     python bench/bench_shapes.py --big          # adds the ~1 GB dense and mixed logs (memory)
+    python bench/bench_shapes.py --shapes mixed,mixed-1G --long   # issue 34's memory table (~25 min)
 """
 
 from __future__ import annotations
@@ -50,16 +56,19 @@ MIB = 1 << 20
 TOPOLOGY = "8xDEP2-1xDEP8"
 SHAPES = ("dense", "mixed", "run-1h", "run-8h")
 BIG = ("dense-1G", "mixed-1G")
+NVL72 = "8xDEP8-1xDEP8"  # 8 prefill endpoints of 8 engines, 1 decode of 8: 72 engines
+LONG = ("nvl72-1h", "nvl72-8h", "nvl72-24h")
 
 
-def simulated_run(out: Path, duration: str, seed: int) -> Path:
-    folder = out / f"run-{duration}-s{seed}"
+def simulated_run(out: Path, duration: str, seed: int, topology: str = TOPOLOGY, noise: str = "full",
+                  name: str = "run") -> Path:
+    folder = out / f"{name}-{duration}-s{seed}"
     if (folder / "DONE").exists():
         return folder
     shutil.rmtree(folder, ignore_errors=True)
-    print(f"simulating {duration} of {TOPOLOGY} into {folder} ...", flush=True)
+    print(f"simulating {duration} of {topology} into {folder} ...", flush=True)
     t0 = time.perf_counter()
-    subprocess.run([*bp.pdwatch_command(), "simulate", "--out", str(folder), "--topology", TOPOLOGY, "--noise", "full",
+    subprocess.run([*bp.pdwatch_command(), "simulate", "--out", str(folder), "--topology", topology, "--noise", noise,
                     "--duration", duration, "--seed", str(seed)], check=True, stdout=subprocess.DEVNULL)
     (folder / "DONE").write_text("")
     print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
@@ -91,6 +100,9 @@ def inputs(shape: str, out: Path, seed: int) -> list[Path]:
         return [head_of(simulated_run(out, "8h", seed) / frontend, out / "dense-1G.log", None)]
     if shape in ("mixed", "mixed-1G"):
         return [mixed_log(out, "100M" if shape == "mixed" else "1G")]
+    if shape in LONG:  # simulating 24 h of it: ~13 min on 2 cores
+        folder = simulated_run(out, shape.split("-")[1], seed, topology=NVL72, noise="quiet", name="nvl72")
+        return sorted(p for p in folder.iterdir() if p.suffix == ".out")
     folder = simulated_run(out, shape.split("-")[1], seed)
     return sorted(p for p in folder.iterdir() if p.suffix == ".out")
 
@@ -120,6 +132,8 @@ def bench(shape: str, files: list[str], repeat: int, rss_file: str | None, use_l
     if ref:  # another build of pdwatch (e.g. main's), timed in the same run
         tools["ref parse"] = [ref, "parse", *files, "--format", "jsonl"]
         tools["ref report"] = [ref, "report", *files, "--format", "json"]
+    if shape in LONG:  # a replay played to its end as fast as it goes: what the dashboard holds
+        tools["replay"] = [*pdwatch, "replay", *files, "--headless", "--speed", "max"]
     if use_lnav:
         tools["lnav"] = ["lnav", "-n", "-c", bp.LNAV_QUERY, *files]
     print(f"[{shape}] warm-up", flush=True)
@@ -147,13 +161,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of {', '.join(SHAPES + BIG)}")
     ap.add_argument("--big", action="store_true", help="add the ~1 GB dense and mixed logs (peak memory)")
+    ap.add_argument("--long", action="store_true", help="add the NVL72 job simulated for 1, 8 and 24 h (report and "
+                                                        "replay peak RSS against the run's length, replay seeks)")
+    ap.add_argument("--no-seek", action="store_true", help="with --long: skip the replay seeks")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per tool (default 3)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out-dir", default=str(BENCH_DIR / "out" / "shapes"), help="where the logs go")
     ap.add_argument("--ref", metavar="PDWATCH", help="another pdwatch executable (e.g. main's, in its own venv) "
                                                       "timed in the same run: rows 'ref parse', 'ref report'")
     args = ap.parse_args(argv)
-    shapes = [s for s in args.shapes.split(",") if s] + (list(BIG) if args.big else [])
+    shapes = [s for s in args.shapes.split(",") if s] + (list(BIG) if args.big else []) + (list(LONG) if args.long else [])
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     use_lnav = shutil.which("lnav") is not None
@@ -200,10 +217,16 @@ def main(argv: list[str] | None = None) -> int:
             x = med["run-8h", "report"] / med["run-8h", "lnav"]
             print(f"  report 8 h / 1 h: {ratio:.2f} ({'ok' if ratio < 2 else 'NOT under 2'}); "
                   f"report 8 h: {x:.2f}x lnav ({'ok' if x <= 1 else 'SLOWER'})")
-    for small, big in (("dense", "dense-1G"), ("mixed", "mixed-1G")):
+    for small, big in (("dense", "dense-1G"), ("mixed", "mixed-1G"), ("nvl72-1h", "nvl72-8h"), ("nvl72-1h", "nvl72-24h")):
         if small in results and big in results:
-            print(f"  peak RSS {small} -> {big}: parse {rss[small, 'parse']:.0f} -> {rss[big, 'parse']:.0f} MB, "
-                  f"report {rss[small, 'report']:.0f} -> {rss[big, 'report']:.0f} MB")
+            growth = {tool: f"{rss[small, tool]:.0f} -> {rss[big, tool]:.0f} MB ({rss[big, tool] / rss[small, tool] - 1:+.0%})"
+                      for tool in ("parse", "report", "replay", "lnav") if (small, tool) in rss}
+            print(f"  peak RSS {small} -> {big}: " + ", ".join(f"{tool} {text}" for tool, text in growth.items())
+                  + ("  (issue 34's target for report: < +25%)" if "report" in growth else ""))
+    if args.long and not args.no_seek:
+        import bench_replay_seek
+        print("\nreplay seeks (bench_replay_seek.py, 3 rounds of 6 seeks per run):")
+        print(bench_replay_seek.table(bench_replay_seek.run([str(Path(files[s][0]).parent) for s in LONG], 3)))
     return 0 if all(r["stats"] == r["grep_count"] for r in results.values()) else 1
 
 

@@ -24,7 +24,7 @@ from pdwatch.model.frontend_losses import Attribution, attribute
 from pdwatch.model.line_book import LineBook, text_crc
 from pdwatch.model.retention import MARGIN_S, Retention, older_than_kept, per_minute, stamps_ns
 from pdwatch.sources.discovery import evidence_source
-from pdwatch.model.partial import (_KEPT_EVENT_KINDS, _MODEL_KINDS, GENERIC_KINDS, UNSTORED_KINDS,  # noqa: F401
+from pdwatch.model.partial import (_KEPT_EVENT_KINDS, _MODEL_KINDS, GENERIC_KINDS, NO_TIME, UNSTORED_KINDS,  # noqa: F401
                                    Partial, StatsColumns, fold_events)
 from pdwatch.rules.model import STATS_FIELDS, DeploymentView, EndpointView
 
@@ -502,7 +502,8 @@ def interval_gaps(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def _stats_frame(chunks: list[StatsColumns]) -> pd.DataFrame:
     """Stats columns -> a frame, each column joined in one go (a live tick builds one per
     endpoint: the record-and-astype way cost ~5 ms for a single row)."""
-    ts = [t for c in chunks for t in c.ts]
+    chunks = [c.seal() for c in chunks]
+    ts = np.concatenate([c.ts for c in chunks]) if chunks else np.empty(0, dtype=np.int64)
     # The numbers go straight into the frame's one float block, a field a row (each column
     # contiguous, as pandas lays it out), without a copy: joining the chunks and then letting
     # DataFrame(dict) consolidate the columns had held two more copies of them at the peak of a
@@ -510,35 +511,34 @@ def _stats_frame(chunks: list[StatsColumns]) -> pd.DataFrame:
     block = np.empty((len(STATS_FIELDS), len(ts)), dtype=np.float64)
     at = 0
     for c in chunks:
-        rows = c.seal().values
-        block[:, at:at + len(rows)] = rows.T
-        at += len(rows)
-    columns: list[list] = [[x for c in chunks for x in getattr(c, name)]
-                           for name in ("engine", "sources", "line_no", "text", "crc")]
-    if None in ts:  # a stats line without a time cannot be placed
-        keep = [i for i, t in enumerate(ts) if t is not None]
-        ts = [ts[i] for i in keep]
-        block = block[:, keep]
-        columns = [[column[i] for i in keep] for column in columns]
-    engine, sources, line_no, text, crc = columns
+        block[:, at:at + len(c.values)] = c.values.T
+        at += len(c.values)
+    engine, line_no, crc = (np.concatenate([getattr(c, name) for c in chunks]) if chunks else np.empty(0, dtype=np.int64)
+                            for name in ("engine", "line_no", "crc"))
+    sources, text = ([x for c in chunks for x in getattr(c, name)] for name in ("sources", "text"))
+    timeless = ts == NO_TIME
+    if timeless.any():  # a stats line without a time cannot be placed
+        keep = np.flatnonzero(~timeless)
+        ts, block, engine, line_no, crc = ts[keep], block[:, keep], engine[keep], line_no[keep], crc[keep]
+        sources, text = ([column[i] for i in keep] for column in (sources, text))
     # A line that does not print Preemptions leaves them unknown (NaN), not 0: vLLM 0.32 prints
     # none even while its /metrics count them.
     frame = pd.DataFrame(block.T, columns=list(STATS_FIELDS), copy=False)
-    frame.insert(0, "ts", pd.to_datetime(pd.Series(ts, dtype=object), utc=True))
-    frame.insert(1, "engine", np.asarray(engine, dtype=np.int64))
+    frame.insert(0, "ts", pd.Series(pd.DatetimeIndex(ts.view("datetime64[us]")).tz_localize("UTC")))
+    frame.insert(1, "engine", engine)
     frame["source"] = pd.Series(sources)  # pandas infers its string dtype, as from records
-    frame["line_no"] = np.asarray(line_no, dtype=np.int64)
+    frame["line_no"] = line_no
     frame["text"] = pd.Series(text, dtype=object)
-    frame["crc"] = np.asarray(crc, dtype=np.int64)
+    frame["crc"] = crc
     return frame
 
 
 def _columns_of(frame: pd.DataFrame) -> StatsColumns:
     """A stats frame back into columns (an endpoint absorbed into another)."""
     values = frame[list(STATS_FIELDS)].to_numpy(dtype=np.float64)
-    return StatsColumns(frame["source"].tolist(), frame["ts"].tolist(), frame["engine"].tolist(),
-                        values.reshape(len(frame), len(STATS_FIELDS)), frame["line_no"].tolist(), frame["text"].tolist(),
-                        frame["crc"].tolist())
+    return StatsColumns(frame["source"].tolist(), stamps_ns(frame["ts"]) // 1000, frame["engine"].to_numpy(dtype=np.int64),
+                        values.reshape(len(frame), len(STATS_FIELDS)), frame["line_no"].to_numpy(dtype=np.int64),
+                        frame["text"].tolist(), frame["crc"].to_numpy(dtype=np.int64))
 
 
 def _events_frame(rows: list[tuple]) -> pd.DataFrame:

@@ -92,3 +92,19 @@ def test_flushes_in_any_order_give_the_sorted_frame_and_the_median_interval():
     pd.testing.assert_frame_equal(frame, expected)
     diffs = expected.groupby("engine", sort=False)["ts"].diff().dt.total_seconds().dropna()
     assert store.model.endpoints["decode_w0"].facts["stats_interval_s"] == float(median([d for d in diffs if d > 0]))
+
+
+def test_sealed_times_are_the_microseconds_pandas_reads():
+    """A worker ships each row's time as int64 microseconds (``StatsColumns.seal``): for times in any
+    zone, naive ones (taken as UTC) and ones before the epoch, the frame holds what pandas would make
+    of the datetimes themselves."""
+    zones = [timezone.utc, timezone(timedelta(hours=7)), timezone(timedelta(hours=-5, minutes=-30)), None]
+    rng = random.Random(11)
+    rows = []
+    for i in range(60):
+        base = datetime(1969, 12, 31, 23, 59, 59, 999_999) if i % 10 == 0 else datetime(2026, 12, 7, 22, 0)
+        when = (base + timedelta(microseconds=rng.randrange(10**12))).replace(tzinfo=zones[i % 4])
+        rows.append((when, 0, *([1.0] * len(STATS_FIELDS)), "w.log", i + 1, None, 7))
+    sealed = _columns(rows).seal()
+    assert sealed.ts.dtype == np.int64 and sealed.line_no.dtype == np.int64
+    pd.testing.assert_frame_equal(_stats_frame([sealed]), _records_way(rows))
