@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Iterator
 
+from pdwatch.model.partial import without_text
 from pdwatch.events.stream import EventStream
 from pdwatch.parsers import Event
 from pdwatch.sources import READ_FAILURES, LineBlock, SourceNotice, SourceSet
@@ -87,5 +88,7 @@ class Ingest:
             notices.append(item)
             if item.kind in READ_FAILURES:
                 self.read_failures += 1
-        else:
+        elif self.follow:
             events.extend(self.stream.events_of(item))
+        else:  # a replay holds every event of its run, read well ahead of its clock: stats lines without their text
+            events.extend(map(without_text, self.stream.events_of(item)))

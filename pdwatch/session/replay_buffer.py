@@ -36,7 +36,7 @@ class ReplayBuffer:
         self.grid_start: pd.Timestamp | None = None  # where the grid is anchored (default: start)
 
     def extend(self, events: list[Event]) -> None:
-        self._events.extend(events)
+        self._events.extend(events)  # stats lines without their text (``Ingest``: ``without_text``)
 
     def events_as_read(self) -> list[Event]:
         """Before ``load``: the events in the order the sources gave them (``report``'s order)."""

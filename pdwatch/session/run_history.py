@@ -63,6 +63,11 @@ class RunHistory:
                                   name="pdwatch-run-history", daemon=True)
         thread.start()
 
+    def forget_store(self) -> None:
+        """Drop the judged run's store (``analysis``): the findings and the diagnosis are kept. A replay
+        does so once it has taken the grid and the scrapes from it (a day-long run's rows, ~150 MB)."""
+        self.analysis = None
+
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 
