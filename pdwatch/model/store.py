@@ -536,7 +536,9 @@ def _stats_frame(chunks: list[StatsColumns]) -> pd.DataFrame:
 def _columns_of(frame: pd.DataFrame) -> StatsColumns:
     """A stats frame back into columns (an endpoint absorbed into another)."""
     values = frame[list(STATS_FIELDS)].to_numpy(dtype=np.float64)
-    return StatsColumns(frame["source"].tolist(), stamps_ns(frame["ts"]) // 1000, frame["engine"].to_numpy(dtype=np.int64),
+    # (an endpoint with no stats row yet has an empty frame whose ts column is no datetime column)
+    ts = stamps_ns(frame["ts"]) // 1000 if len(frame) else np.empty(0, dtype=np.int64)
+    return StatsColumns(frame["source"].tolist(), ts, frame["engine"].to_numpy(dtype=np.int64),
                         values.reshape(len(frame), len(STATS_FIELDS)), frame["line_no"].to_numpy(dtype=np.int64),
                         frame["text"].tolist(), frame["crc"].to_numpy(dtype=np.int64))
 
