@@ -326,11 +326,9 @@ class LiveSession:
             self._aligned = True
             if self._history.analysis is not None and self._replay.last_eval is None:
                 self._take_history_inputs(self._history.analysis)
-                # Its store has served (the grid, the scrapes); its findings and diagnosis stay.
-                # Let go, the whole run is not held twice while the clock builds its own store.
-                self._history.forget_store()
-                give_back_freed_memory()
-        elif self._history.analysis is not None:  # judged after the clock had started: not used
+        if self._aligned and self._history.analysis is not None:
+            # Its store has served (the grid, the scrapes) or came too late to; its findings and
+            # diagnosis stay. Let go, the whole run is not held twice while the clock builds its own.
             self._history.forget_store()
             give_back_freed_memory()
         if self._buffer.start is None:  # no timestamps at all: show everything at once
