@@ -20,7 +20,7 @@ import pandas as pd
 from .alerts import AlertBook
 from .context import Evaluation
 from .findings import Finding, FindingState
-from .layout import FrameArrays, Layouts, build_layouts
+from .layout import EventArrays, FrameArrays, Layouts, build_layouts
 from .model import DeploymentView
 from .spec import Rule
 from .step import step
@@ -57,6 +57,7 @@ class RuleEngine:
         self._last_now: int | None = None
         self._cache: tuple[Any, DeploymentView, Layouts] | None = None
         self._frames: dict[int, FrameArrays] = {}
+        self._event_frames: dict[int, EventArrays] = {}
 
     # -- evaluation --------------------------------------------------------------------
     def evaluate(self, view: DeploymentView, now: datetime) -> list[FindingState]:
@@ -124,7 +125,7 @@ class RuleEngine:
                      id(e.events), len(e.events) if e.events is not None else -1) for e in view.endpoints)
         if self._cache is not None and self._cache[0] == sig:
             return self._cache[2]
-        layouts = build_layouts(view, self._frames)
+        layouts = build_layouts(view, self._frames, self._event_frames)
         self._cache = (sig, view, layouts)  # holding the view keeps the ids above valid
         return layouts
 

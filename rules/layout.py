@@ -250,42 +250,81 @@ def _stats_table(view: DeploymentView, cache: dict[int, FrameArrays]) -> StatsTa
                       cat([f.engine for f in frames], np.int64))
 
 
-def _event_table(view: DeploymentView, t0: int, ev_ts: list[np.ndarray | None]) -> EventTable:
-    ts, ep, eng, kind, src, line, text, reason = [], [], [], [], [], [], [], []
-    for i, (e, t) in enumerate(zip(view.endpoints, ev_ts)):
-        df = e.events
-        if t is None or "kind" not in df.columns:
-            continue
+class EventArrays:
+    """One endpoint's events frame as numpy arrays, in its row order (times absolute)."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.df = df  # held so that id(df) stays valid as a cache key
         n = len(df)
-        ts.append(np.where(t == NAT, NAT, t - t0))
-        ep.append(np.full(n, i, dtype=np.int64))
+        self.ts = to_us(df["ts"]) if n and "ts" in df.columns else None
+        if self.ts is None or "kind" not in df.columns:
+            return
         g = pd.to_numeric(df["engine"], errors="coerce") if "engine" in df.columns else None
-        eng.append(np.full(n, np.nan) if g is None else g.to_numpy(dtype=np.float64, na_value=np.nan))
-        kind.append(df["kind"].astype(object).to_numpy())
-        src.append(df["source"].astype(object).to_numpy() if "source" in df.columns else np.full(n, "", dtype=object))
-        line.append(pd.to_numeric(df["line_no"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
-                    if "line_no" in df.columns else np.zeros(n, dtype=np.int64))
-        text.append(df["text"].astype(object).to_numpy() if "text" in df.columns else np.full(n, "", dtype=object))
-        reason.append(df["reason"].astype(object).to_numpy() if "reason" in df.columns
-                      else np.full(n, None, dtype=object))
+        self.engine = np.full(n, np.nan) if g is None else g.to_numpy(dtype=np.float64, na_value=np.nan)
+        self.kind = df["kind"].astype(object).to_numpy()
+        self.source = df["source"].astype(object).to_numpy() if "source" in df.columns else np.full(n, "", dtype=object)
+        self.line = (pd.to_numeric(df["line_no"], errors="coerce").fillna(0).to_numpy(dtype=np.int64)
+                     if "line_no" in df.columns else np.zeros(n, dtype=np.int64))
+        self.text = df["text"].astype(object).to_numpy() if "text" in df.columns else np.full(n, "", dtype=object)
+        self.reason = (df["reason"].astype(object).to_numpy() if "reason" in df.columns
+                       else np.full(n, None, dtype=object))
+
+    @property
+    def usable(self) -> bool:
+        return self.ts is not None and "kind" in self.df.columns
+
+
+def _event_arrays(view: DeploymentView, cache: dict[int, EventArrays]) -> list[EventArrays | None]:
+    """Each endpoint's event arrays, converted once per frame (a live store hands a new frame only
+    to an endpoint that logged: on a big job one of 72 at a time)."""
+    out: list[EventArrays | None] = []
+    for e in view.endpoints:
+        if e.events is None:
+            out.append(None)
+            continue
+        ea = cache.get(id(e.events))
+        if ea is None or ea.df is not e.events or len(ea.df) != len(e.events):
+            ea = EventArrays(e.events)
+        out.append(ea)
+    cache.clear()
+    cache.update({id(ea.df): ea for ea in out if ea is not None})
+    return out
+
+
+def _event_table(t0: int, arrays: list[EventArrays | None]) -> EventTable:
+    ts, ep, eng, kind, src, line, text, reason = [], [], [], [], [], [], [], []
+    for i, ea in enumerate(arrays):
+        if ea is None or not ea.usable:
+            continue
+        t = ea.ts
+        ts.append(np.where(t == NAT, NAT, t - t0))
+        ep.append(np.full(len(t), i, dtype=np.int64))
+        eng.append(ea.engine)
+        kind.append(ea.kind)
+        src.append(ea.source)
+        line.append(ea.line)
+        text.append(ea.text)
+        reason.append(ea.reason)
     if not ts:
         e64, eo = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
         return EventTable(e64, e64, np.empty(0), eo, eo, e64, eo, eo)
     return EventTable(*(np.concatenate(x) for x in (ts, ep, eng, kind, src, line, text, reason)))
 
 
-def build_layouts(view: DeploymentView, cache: dict[int, FrameArrays] | None = None) -> Layouts:
-    """Layouts of all three scopes. ``cache`` keeps converted stats frames between calls."""
+def build_layouts(view: DeploymentView, cache: dict[int, FrameArrays] | None = None,
+                  event_cache: dict[int, EventArrays] | None = None) -> Layouts:
+    """Layouts of all three scopes. ``cache`` and ``event_cache`` keep converted stats and events
+    frames between calls."""
     stats = _stats_table(view, {} if cache is None else cache)
-    ev_ts = [to_us(e.events["ts"]) if e.events is not None and len(e.events) and "ts" in e.events.columns
-             else None for e in view.endpoints]
+    event_arrays = _event_arrays(view, {} if event_cache is None else event_cache)
+    ev_ts = [None if ea is None else ea.ts for ea in event_arrays]
     # Each frame is time-sorted: its first and last lines bound it.
     dated = [f.ts[[0, -1]] for f in stats.frames if len(f)]
     dated += [x[x != NAT] for x in ev_ts if x is not None]
     lo = min((int(x.min()) for x in dated if len(x)), default=0)
     hi = max((int(x.max()) for x in dated if len(x)), default=0)
     t0, span = lo, hi - lo + 2
-    events = _event_table(view, t0, ev_ts)
+    events = _event_table(t0, event_arrays)
     rel = stats.ts - t0
 
     # Endpoint scope: instance i = endpoint i; rows are already grouped that way.

@@ -18,7 +18,7 @@ from pdwatch.model.store import Store
 from pdwatch.rules.findings import severity_rank
 from pdwatch.rules.verdict import FindingGroup, FindingLike, Verdict, decides, group_findings, make_verdict, name_key
 
-from .figures import WINDOW_INTERVALS, figures
+from .figures import WINDOW_INTERVALS, FiguresMemo, figures
 
 ROLE_ORDER = {"prefill": 0, "decode": 1, "aggregated": 2, "unknown": 3, "frontend": 4}
 
@@ -40,7 +40,7 @@ class Diagnosis:
 
 
 def diagnose(store: Store, findings: Iterable[FindingLike], until: Any = None,
-             intervals: int = WINDOW_INTERVALS) -> Diagnosis:
+             intervals: int = WINDOW_INTERVALS, memo: FiguresMemo | None = None) -> Diagnosis:
     """The diagnosis of ``findings`` (those to judge: firing now on a dashboard, every period of the
     run in a report). The verdict's numbers are each endpoint's last ``intervals`` stats intervals up
     to ``until`` (a dashboard: 1, what its panes show now), or the episode of the deciding findings
@@ -54,7 +54,7 @@ def diagnose(store: Store, findings: Iterable[FindingLike], until: Any = None,
         # tail as it resolved. One still firing: the endpoints' last window, what the panes show.
         since = decisive[0].start
         until = decisive[0].end if until is None else min(pd.Timestamp(until), pd.Timestamp(decisive[0].end))
-    verdict = make_verdict(ordered, groups, figures(store, until, intervals, since=since))
+    verdict = make_verdict(ordered, groups, figures(store, until, intervals, since=since, memo=memo))
     worst = _endpoint_severity(ordered)
     order = sorted(((ep.name, ep.role) for ep in store.endpoints()), key=lambda nr: (
         severity_rank(worst.get(nr[0])), ROLE_ORDER.get(nr[1], 5), name_key(nr[0])))

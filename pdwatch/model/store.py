@@ -49,6 +49,7 @@ class _Series:
     minutes: pd.DataFrame | None = None
     retired_events: dict[str, int] = field(default_factory=dict)
     next_retire_ns: int = 0
+    version: int = 0  # the store's change count when a frame of this series was last replaced
 
 
 def _empty(columns: Iterable[str]) -> pd.DataFrame:
@@ -95,6 +96,7 @@ class Store:
         # A long watch's: rows older than the rules read are folded per minute (None: all kept).
         self.retention: Retention | None = None
         self.folds = 0  # times old rows were folded (the session then gives the freed memory back)
+        self._changes = 0  # frames replaced so far: each series' ``version`` is a value of it
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -177,32 +179,40 @@ class Store:
 
     def _flush_frames(self) -> None:
         for name, series in self._series.items():
-            if series.stats_new:
-                frame = _stats_frame(series.stats_new)
-                old = series.stats
-                if old.empty:
-                    series.stats = frame.sort_values("ts", kind="stable", ignore_index=True)
-                elif frame.empty:
-                    pass
-                elif frame["ts"].is_monotonic_increasing and frame["ts"].iloc[0] >= old["ts"].iloc[-1]:
-                    # The live case: new lines after the old ones. A stable sort would keep this order.
-                    series.stats = pd.concat([old, frame], ignore_index=True)
-                else:
-                    series.stats = pd.concat([old, frame], ignore_index=True).sort_values(
-                        "ts", kind="stable", ignore_index=True)
-                    series.text_dropped_upto = 0  # rows moved: look again from the first
-                series.stats_new = []
-                series.text_rows += int(frame["text"].notna().sum())
-                self._learn_interval(self.model.endpoints[name], series.stats)
-            if series.event_rows:
-                frame = _events_frame(series.event_rows)
-                series.events = frame if series.events.empty else pd.concat([series.events, frame], ignore_index=True)
-                series.event_rows = []
-                series.event_text_rows += int(frame["kind"].isin(self.referenced_kinds).sum())
-            if max(series.text_rows, series.event_text_rows) > 2 * KEPT_TEXT_ROWS:  # amortised O(1) a row
-                _drop_old_text(series, self.lines.can_read_back, self.referenced_kinds)
-            if self.retention is not None and series.last_ts is not None:
-                self._retire(self.model.endpoints[name], series)
+            before = (series.stats, series.events, series.minutes)
+            self._flush_series(name, series)
+            # Frames are replaced, never changed in place (but for old rows' text): identity says what changed.
+            if any(now is not was for now, was in zip((series.stats, series.events, series.minutes), before)):
+                self._changes += 1
+                series.version = self._changes
+
+    def _flush_series(self, name: str, series: _Series) -> None:
+        if series.stats_new:
+            frame = _stats_frame(series.stats_new)
+            old = series.stats
+            if old.empty:
+                series.stats = frame.sort_values("ts", kind="stable", ignore_index=True)
+            elif frame.empty:
+                pass
+            elif frame["ts"].is_monotonic_increasing and frame["ts"].iloc[0] >= old["ts"].iloc[-1]:
+                # The live case: new lines after the old ones. A stable sort would keep this order.
+                series.stats = pd.concat([old, frame], ignore_index=True)
+            else:
+                series.stats = pd.concat([old, frame], ignore_index=True).sort_values(
+                    "ts", kind="stable", ignore_index=True)
+                series.text_dropped_upto = 0  # rows moved: look again from the first
+            series.stats_new = []
+            series.text_rows += int(frame["text"].notna().sum())
+            self._learn_interval(self.model.endpoints[name], series.stats)
+        if series.event_rows:
+            frame = _events_frame(series.event_rows)
+            series.events = frame if series.events.empty else pd.concat([series.events, frame], ignore_index=True)
+            series.event_rows = []
+            series.event_text_rows += int(frame["kind"].isin(self.referenced_kinds).sum())
+        if max(series.text_rows, series.event_text_rows) > 2 * KEPT_TEXT_ROWS:  # amortised O(1) a row
+            _drop_old_text(series, self.lines.can_read_back, self.referenced_kinds)
+        if self.retention is not None and series.last_ts is not None:
+            self._retire(self.model.endpoints[name], series)
 
     def _retire(self, endpoint: Endpoint, series: _Series) -> None:
         """A long watch: fold the stats rows older than the kept span into per-minute rows, count
@@ -248,6 +258,8 @@ class Store:
         series.stats_new = [columns.without_sources(drop) for columns in series.stats_new]
         if not series.stats.empty:
             series.stats = series.stats[~series.stats["source"].isin(drop)].reset_index(drop=True)
+            self._changes += 1
+            series.version = self._changes
         self.model.endpoints[name].facts.pop("stats_interval_s", None)
         self._learn_interval(self.model.endpoints[name], series.stats)
 
@@ -375,6 +387,12 @@ class Store:
         # A raw_prometheus record (``FILE#decode_w0``) is shown as FILE and its line: one record a line.
         return {"source": evidence_source(source) if isinstance(source, str) else source,
                 "line_no": quote.get("line_no"), "text": text}
+
+    def version(self, name: str) -> int:
+        """A number that changes whenever the endpoint's rows do (flushed, folded, dropped): what
+        is derived from them alone can be kept until it changes. -1 for an endpoint with no rows."""
+        series = self._series.get(name)
+        return -1 if series is None else series.version
 
     def last_seen(self, name: str) -> pd.Timestamp | None:
         series = self._series.get(name)

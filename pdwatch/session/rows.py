@@ -1,10 +1,11 @@
-"""The snapshot's rows, built from the store and memoised per store generation.
+"""The snapshot's rows, built from the store and memoised.
 
 ``SnapshotBuilder`` turns the store (and the rule engine's findings) into the immutable rows of
 ``snapshot``: each endpoint's latest engines, its recent history, its whole-run series and
 start-up facts for the detail view, the findings with their quoted lines, and the headline.
-What depends on the store alone is computed once per ``generation`` (the session bumps it
-whenever the store changes), so a tick with nothing new recomputes nothing.
+What one endpoint's rows make (its row, series, figures) is computed once per change of those
+rows (``Store.version``); the rest once per ``generation`` (the session bumps it whenever the
+store changes). A tick with nothing new recomputes nothing; a line recomputes its endpoint's.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from pdwatch.diagnosis import Diagnosis, diagnose
+from pdwatch.diagnosis import Diagnosis, FiguresMemo, diagnose
 from pdwatch.model.retention import stamps_ns
 from pdwatch.model.store import Store
 from pdwatch.model.throughput import COUNTED
@@ -41,6 +42,10 @@ class SnapshotBuilder:
         self.store = store
         self.generation = 0  # bumped by the session whenever the store changes
         self._derived: dict[tuple, Any] = {}
+        # What one endpoint's rows alone make (its pane's row, its charts' series), kept per endpoint
+        # until its rows change (``Store.version``): on a big job a new line changes one endpoint of 72.
+        self._per_endpoint: dict[tuple, tuple[tuple, Any]] = {}
+        self._figures = FiguresMemo()
         self._args_by_source: dict[str, dict[str, Any]] = {}  # the non-default args line of each file
         self._graph_gib: dict[tuple[str, int | None], float] = {}  # measured CUDA-graph pool per engine
         self.rule_fields: dict[str, tuple[str, ...]] = {}  # each rule's stats fields (its evidence's highlights)
@@ -52,6 +57,8 @@ class SnapshotBuilder:
         """A rebuilt store (a backwards seek): nothing derived from the old one is kept."""
         self.store = store
         self.generation += 1
+        self._per_endpoint.clear()  # a new store counts its versions from 0 again
+        self._figures = FiguresMemo()
         self._args_by_source.clear()
         self._graph_gib.clear()
 
@@ -75,7 +82,8 @@ class SnapshotBuilder:
         Its numbers are the newest stats interval's, what the panes show at the clock (a verdict
         that averaged the last six lagged the panes by six intervals, both ways)."""
         key = ("diagnosis", tuple((f.key, f.severity, f.end) for f in findings))
-        return self._memo(key, lambda: diagnose(self.store, findings, clock, intervals=LIVE_INTERVALS))
+        return self._memo(key, lambda: diagnose(self.store, findings, clock, intervals=LIVE_INTERVALS,
+                                                memo=self._figures))
 
     def _memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per store generation (a tick with nothing new recomputes nothing)."""
@@ -86,8 +94,19 @@ class SnapshotBuilder:
             self._derived[full] = compute()
         return self._derived[full]
 
+    def _of_endpoint(self, key: tuple, name: str, token: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per change of endpoint ``name``'s rows and of ``token`` (what else it reads)."""
+        full = (self.store.version(name), token)
+        held = self._per_endpoint.get(key)
+        if held is None or held[0] != full:
+            held = self._per_endpoint[key] = (full, compute())
+        return held[1]
+
     def _endpoint_row(self, ep: Any, clock: pd.Timestamp | None) -> EndpointRow:
-        row: EndpointRow = self._memo(("row", ep.name), lambda: self._endpoint_row_of_store(ep))
+        # Besides its rows, a pane's row reads these of the endpoint (learned from any line of its).
+        token = (ep.role, tuple(sorted(ep.engines)), ep.gpus, tuple(ep.sources), ep.stats_silence,
+                 ep.facts.get("stats_interval_s"), ep.facts.get("kv_device"), self.store.last_seen(ep.name))
+        row: EndpointRow = self._of_endpoint(("row", ep.name), ep.name, token, lambda: self._endpoint_row_of_store(ep))
         stale = None
         last_seen = self.store.last_seen(ep.name)
         if clock is not None and last_seen is not None and row.engine_rows:
@@ -100,7 +119,7 @@ class SnapshotBuilder:
         return replace(row, stale_for_s=stale, frontend_summary=summary)
 
     def _frontend_summary(self, name: str, clock: pd.Timestamp | None) -> FrontendSummary | None:
-        key = (self.generation, None if clock is None else clock.floor("s"))
+        key = (self.store.version(name), None if clock is None else clock.floor("s"))
         held = self._frontends.get(name)
         if held is None or held[0] != key:
             held = self._frontends[name] = (key, frontend_summary(self.store.stats(name), self.store.events(name),
@@ -146,19 +165,20 @@ class SnapshotBuilder:
         if ep is None or name not in {e.name for e in self.store.endpoints()}:
             return None
         row = self._endpoint_row(ep, clock)
-        series = self._memo(("series", name), lambda: _series(self.store.history(name), row.interval_s))
-        startup = self._memo(("startup", name), lambda: self._startup(ep))
-        lines = self._memo(("lines", name, max_lines), lambda: self._recent_lines(name, max_lines))
+        series = self._of_endpoint(("series", name), name, (row.interval_s,),
+                                   lambda: _series(self.store.history(name), row.interval_s))
+        startup = self._memo(("startup", name), lambda: self._startup(ep))  # facts and start-up lines: any note
+        lines = self._of_endpoint(("lines", name, max_lines), name, (), lambda: self._recent_lines(name, max_lines))
         return EndpointDetail(row, series, startup, lines)
 
     def endpoint_series(self, name: str) -> EndpointSeries | None:
         """The endpoint's whole-run series alone (the dashboard's charts, for several endpoints per
-        tick): computed once per store generation, shared with ``endpoint_detail``."""
+        tick): computed once per change of its rows, shared with ``endpoint_detail``."""
         ep = self.store.model.endpoints.get(name)
         if ep is None or name not in {e.name for e in self.store.endpoints()}:
             return None
         interval = float(ep.facts.get("stats_interval_s") or DEFAULT_INTERVAL_S)
-        return self._memo(("series", name), lambda: _series(self.store.history(name), interval))
+        return self._of_endpoint(("series", name), name, (interval,), lambda: _series(self.store.history(name), interval))
 
     def _startup(self, ep: Any) -> StartupFacts:
         facts = ep.facts
