@@ -14,11 +14,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from pdwatch.model.kept import KeptWhile
 from pdwatch.model.store import Store
 from pdwatch.rules.findings import severity_rank
 from pdwatch.rules.verdict import FindingGroup, FindingLike, Verdict, decides, group_findings, make_verdict, name_key
 
-from .figures import WINDOW_INTERVALS, FiguresMemo, figures
+from .figures import WINDOW_INTERVALS, figures
 
 ROLE_ORDER = {"prefill": 0, "decode": 1, "aggregated": 2, "unknown": 3, "frontend": 4}
 
@@ -40,7 +41,7 @@ class Diagnosis:
 
 
 def diagnose(store: Store, findings: Iterable[FindingLike], until: Any = None,
-             intervals: int = WINDOW_INTERVALS, memo: FiguresMemo | None = None) -> Diagnosis:
+             intervals: int = WINDOW_INTERVALS, memo: KeptWhile | None = None) -> Diagnosis:
     """The diagnosis of ``findings`` (those to judge: firing now on a dashboard, every period of the
     run in a report). The verdict's numbers are each endpoint's last ``intervals`` stats intervals up
     to ``until`` (a dashboard: 1, what its panes show now), or the episode of the deciding findings

@@ -3,40 +3,24 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from pdwatch.model.kept import KeptWhile
 from pdwatch.model.store import Store
 from pdwatch.rules.verdict import EndpointFigures
 
 WINDOW_INTERVALS = 6  # the verdict's numbers: each endpoint's last 6 stats intervals (the rules' usual window)
 
 
-class FiguresMemo:
-    """Endpoints' window figures, each kept while its rows (``Store.version``) and its window are
-    the same. A dashboard asks for them on every refresh, for every endpoint (72 on a big job),
-    while a new line changes one endpoint's rows at a time."""
-
-    MAX_KEPT = 4096  # (endpoint, window) pairs; past it, all are forgotten (a week's episodes)
-
-    def __init__(self) -> None:
-        self._held: dict[tuple, tuple[tuple, EndpointFigures]] = {}
-
-    def get(self, key: tuple, token: tuple, compute: Callable[[], EndpointFigures]) -> EndpointFigures:
-        held = self._held.get(key)
-        if held is None or held[0] != token:
-            if held is None and len(self._held) >= self.MAX_KEPT:
-                self._held.clear()
-            held = self._held[key] = (token, compute())
-        return held[1]
-
-
 def figures(store: Store, until: Any = None, intervals: int = WINDOW_INTERVALS,
-            since: Any = None, memo: FiguresMemo | None = None) -> dict[str, EndpointFigures]:
+            since: Any = None, memo: KeptWhile | None = None) -> dict[str, EndpointFigures]:
     """Each endpoint's figures over its last ``intervals`` stats intervals up to ``until`` (default:
-    its last line), or over (``since``, ``until``] when ``since`` is given: a finding's episode."""
+    its last line), or over (``since``, ``until``] when ``since`` is given: a finding's episode.
+    ``memo`` keeps each endpoint's figures while its rows (``Store.version``) and window are the
+    same: a dashboard asks on every refresh, for every endpoint, while a line changes one."""
     out = {}
     cut, start = _utc(until), _utc(since)
     for ep in store.endpoints():
@@ -134,8 +118,9 @@ def _last_per_bucket_and_engine(tail: pd.DataFrame, fields: list[str],
 
 
 def _mean_as_pandas(values: np.ndarray) -> float:
-    """``Series.mean()`` of ``values`` (NaN skipped), summed as pandas sums: missing ones as 0, in
-    one contiguous numpy sum, so the figures are pandas' to the last digit."""
+    """``mean()`` of ``values`` (NaN skipped) as pandas takes it of a groupby's result: missing ones
+    as 0, summed in row order (that block is column-major, so pandas adds one row after another;
+    numpy's pairwise ``sum`` differed in the last bit), so the figures are pandas' to the last digit."""
     missing = np.isnan(values)
     count = len(values) - int(np.count_nonzero(missing))
     return float(np.cumsum(np.where(missing, 0.0, values))[-1] / count) if count else math.nan

@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from pdwatch.diagnosis import Diagnosis, FiguresMemo, diagnose
+from pdwatch.diagnosis import Diagnosis, diagnose
+from pdwatch.model.kept import KeptWhile
 from pdwatch.model.retention import stamps_ns
 from pdwatch.model.store import Store
 from pdwatch.model.throughput import COUNTED
@@ -44,21 +45,21 @@ class SnapshotBuilder:
         self._derived: dict[tuple, Any] = {}
         # What one endpoint's rows alone make (its pane's row, its charts' series), kept per endpoint
         # until its rows change (``Store.version``): on a big job a new line changes one endpoint of 72.
-        self._per_endpoint: dict[tuple, tuple[tuple, Any]] = {}
-        self._figures = FiguresMemo()
+        self._per_endpoint = KeptWhile()
+        self._figures = KeptWhile()  # the verdict's figures, per endpoint and window
         self._args_by_source: dict[str, dict[str, Any]] = {}  # the non-default args line of each file
         self._graph_gib: dict[tuple[str, int | None], float] = {}  # measured CUDA-graph pool per engine
         self.rule_fields: dict[str, tuple[str, ...]] = {}  # each rule's stats fields (its evidence's highlights)
-        # each frontend's summary, for one store generation and one second of the clock (an idle watch's
-        # clock moves on every tick: a second's figures are computed once)
-        self._frontends: dict[str, tuple[tuple, FrontendSummary | None]] = {}
+        # each frontend's summary, for one version of its rows and one second of the clock (an idle
+        # watch's clock moves on every tick: a second's figures are computed once)
+        self._frontends = KeptWhile()
 
     def reset(self, store: Store) -> None:
         """A rebuilt store (a backwards seek): nothing derived from the old one is kept."""
         self.store = store
         self.generation += 1
-        self._per_endpoint.clear()  # a new store counts its versions from 0 again
-        self._figures = FiguresMemo()
+        for kept in (self._per_endpoint, self._figures, self._frontends):
+            kept.clear()  # a new store counts its versions from 0 again
         self._args_by_source.clear()
         self._graph_gib.clear()
 
@@ -96,19 +97,15 @@ class SnapshotBuilder:
 
     def _of_endpoint(self, key: tuple, name: str, token: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per change of endpoint ``name``'s rows and of ``token`` (what else it reads)."""
-        full = (self.store.version(name), token)
-        held = self._per_endpoint.get(key)
-        if held is None or held[0] != full:
-            held = self._per_endpoint[key] = (full, compute())
-        return held[1]
+        return self._per_endpoint.get(key, (self.store.version(name), token), compute)
 
     def _endpoint_row(self, ep: Any, clock: pd.Timestamp | None) -> EndpointRow:
+        last_seen = self.store.last_seen(ep.name)
         # Besides its rows, a pane's row reads these of the endpoint (learned from any line of its).
         token = (ep.role, tuple(sorted(ep.engines)), ep.gpus, tuple(ep.sources), ep.stats_silence,
-                 ep.facts.get("stats_interval_s"), ep.facts.get("kv_device"), self.store.last_seen(ep.name))
+                 ep.facts.get("stats_interval_s"), ep.facts.get("kv_device"), last_seen)
         row: EndpointRow = self._of_endpoint(("row", ep.name), ep.name, token, lambda: self._endpoint_row_of_store(ep))
         stale = None
-        last_seen = self.store.last_seen(ep.name)
         if clock is not None and last_seen is not None and row.engine_rows:
             silent = (clock - last_seen).total_seconds()
             if silent > STALE_INTERVALS * row.interval_s:
@@ -119,12 +116,9 @@ class SnapshotBuilder:
         return replace(row, stale_for_s=stale, frontend_summary=summary)
 
     def _frontend_summary(self, name: str, clock: pd.Timestamp | None) -> FrontendSummary | None:
-        key = (self.store.version(name), None if clock is None else clock.floor("s"))
-        held = self._frontends.get(name)
-        if held is None or held[0] != key:
-            held = self._frontends[name] = (key, frontend_summary(self.store.stats(name), self.store.events(name),
-                                                                  clock))
-        return held[1]
+        token = (self.store.version(name), None if clock is None else clock.floor("s"))
+        return self._frontends.get(name, token, lambda: frontend_summary(self.store.stats(name),
+                                                                         self.store.events(name), clock))
 
     def _endpoint_row_of_store(self, ep: Any) -> EndpointRow:
         stats = self.store.stats(ep.name)
